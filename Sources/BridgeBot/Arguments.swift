@@ -1,0 +1,123 @@
+/// How a command ends, mapped to exit codes once in `main` (swift-argument-parser's three outcomes).
+enum CommandExit: Error {
+    /// Bad invocation: message names the argument; exit 64 (EX_USAGE).
+    case usage(String)
+    /// The command ran and failed; exit 1.
+    case failure(String)
+    /// Help or version was printed; exit 0.
+    case clean
+}
+
+/// One option a command accepts.
+struct OptionSpec {
+    let name: String
+    let valueName: String?
+    let help: String
+
+    static func flag(_ name: String, _ help: String) -> OptionSpec { OptionSpec(name: name, valueName: nil, help: help) }
+
+    static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, valueName: valueName, help: help)
+    }
+}
+
+/// A (sub)command's interface: what `--help` prints and what the parser accepts.
+struct CommandSpec {
+    let path: String
+    let summary: String
+    let usage: [String]
+    let options: [OptionSpec]
+    var details: String = ""
+
+    var helpText: String {
+        var lines = ["\(summary)", "", "Usage:"]
+        lines += usage.map { "  bitchat-bridge \(path) \($0)" }
+        let all = options + [.flag("--help", "Show this help.")]
+        lines += ["", "Options:"]
+        for option in all {
+            let left = option.valueName.map { "\(option.name) \($0)" } ?? option.name
+            lines.append("  " + left.padding(toLength: max(left.count, 24)) + "  " + option.help)
+        }
+        if !details.isEmpty { lines += ["", details] }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Arguments after the command words, split into positionals, flags and option values.
+struct ParsedArguments {
+    var positionals: [String] = []
+    var flags: Set<String> = []
+    var values: [String: [String]] = [:]
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    func value(_ name: String) -> String? { values[name]?.last }
+
+    func allValues(_ name: String) -> [String] { values[name] ?? [] }
+
+    /// Parses against `spec`. `--name value` and `--name=value` both work; `--` ends options.
+    static func parse(_ arguments: [String], spec: CommandSpec) throws(CommandExit) -> ParsedArguments {
+        var result = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" || isNegativeNumber(argument) {
+                result.positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            if argument == "--help" || argument == "-h" {
+                print(spec.helpText)
+                throw .clean
+            }
+            var name = argument
+            var inlineValue: String?
+            if let eq = argument.firstIndex(of: "=") {
+                name = String(argument[..<eq])
+                inlineValue = String(argument[argument.index(after: eq)...])
+            }
+            guard let option = spec.options.first(where: { $0.name == name }) else {
+                throw .usage("unknown option '\(name)' for '\(spec.path)' (see bitchat-bridge \(spec.path) --help)")
+            }
+            if option.valueName == nil {
+                guard inlineValue == nil else { throw .usage("option '\(name)' takes no value") }
+                result.flags.insert(name)
+                continue
+            }
+            if let inlineValue {
+                result.values[name, default: []].append(inlineValue)
+            } else {
+                guard index < arguments.count else { throw .usage("option '\(name)' needs a value") }
+                result.values[name, default: []].append(arguments[index])
+                index += 1
+            }
+        }
+        return result
+    }
+
+    private static func isNegativeNumber(_ text: String) -> Bool {
+        text.count > 1 && text.hasPrefix("-") && Double(text) != nil
+    }
+
+    /// Exactly `count` positionals (their names used in the message), or a usage error.
+    func requirePositionals(_ names: [String], optional: Int = 0) throws(CommandExit) -> [String] {
+        guard positionals.count >= names.count - optional else {
+            throw .usage("missing argument \(names[positionals.count].uppercased())")
+        }
+        guard positionals.count <= names.count else {
+            throw .usage("unexpected argument '\(positionals[names.count])'")
+        }
+        return positionals
+    }
+}
+
+extension String {
+    func padding(toLength length: Int) -> String {
+        count >= length ? self : self + String(repeating: " ", count: length - count)
+    }
+}
