@@ -1,0 +1,83 @@
+import BotSupport
+
+/// `bitchat-bridge bench <name> [--json]`: benchmarks that measure the real code against a reference
+/// side by side in one process and print figures and ratios (format: shared/spec/BENCH.md).
+enum BenchCommand {
+    /// Every benchmark: name, one-line summary, and the function producing its report.
+    static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = []
+
+    static var spec: CommandSpec {
+        CommandSpec(
+            path: "bench",
+            summary: "Run a benchmark and print its figures and ratios.",
+            usage: ["NAME [--json] [--quick]"],
+            options: [
+                .flag("--json", "Print exactly one JSON object (shared/spec/BENCH.md)."),
+                .flag("--quick", "Smaller inputs, for a smoke run in tests."),
+            ],
+            details: "Benchmarks: " + benches.map { "\($0.name) (\($0.summary))" }.joined(separator: "; ")
+        )
+    }
+
+    static func run(_ arguments: [String]) throws(CommandExit) {
+        let args = try ParsedArguments.parse(arguments, spec: spec)
+        let name = try args.requirePositionals(["name"])[0]
+        guard let bench = benches.first(where: { $0.name == name }) else {
+            throw .usage("unknown benchmark '\(name)'; available: \(benches.map(\.name).joined(separator: ", "))")
+        }
+        let report = try bench.run(BenchOptions(quick: args.has("--quick")))
+        print(args.has("--json") ? JSONWriter.compact(report.jsonValue) : report.table)
+    }
+}
+
+/// Options every benchmark understands.
+struct BenchOptions: Sendable {
+    /// Smaller inputs so a test can run the benchmark end to end in seconds.
+    var quick: Bool
+}
+
+/// A benchmark's result: cases, each with named metrics whose names carry the unit (`_us`, `_ms`, …).
+struct BenchReport {
+    var bench: String
+    var cases: [(name: String, metrics: [(String, Double)])] = []
+    /// Free-form lines printed under the table (targets met, notes).
+    var notes: [String] = []
+
+    init(bench: String) { self.bench = bench }
+
+    mutating func add(_ name: String, _ metrics: [(String, Double)]) { cases.append((name, metrics)) }
+
+    var jsonValue: JSONValue {
+        .object([
+            ("bench", .string(bench)),
+            ("version", .string(BridgeCommandLine.version)),
+            (
+                "cases",
+                .object(
+                    cases.map { c in
+                        (c.name, .object(c.metrics.map { ($0.0, metricValue($0.1)) }))
+                    })
+            ),
+        ])
+    }
+
+    var table: String {
+        var lines = ["bench \(bench) (bitchat-bridge \(BridgeCommandLine.version))"]
+        for c in cases {
+            lines.append("  \(c.name)")
+            for (metric, value) in c.metrics {
+                lines.append("    " + metric.padding(toLength: 30) + " " + formatted(value))
+            }
+        }
+        lines += notes.map { "  " + $0 }
+        return lines.joined(separator: "\n")
+    }
+
+    private func metricValue(_ value: Double) -> JSONValue {
+        value == value.rounded() && abs(value) < 1e15 ? .integer(Int64(value)) : .double((value * 1000).rounded() / 1000)
+    }
+
+    private func formatted(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\((value * 100).rounded() / 100)"
+    }
+}
