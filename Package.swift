@@ -35,6 +35,9 @@ let package = Package(
             dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
         ),
 
+        // Test doubles and process helpers shared by test targets (not a product).
+        .target(name: "BridgeTestSupport"),
+
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage"]),
         .testTarget(name: "BotCryptoTests", dependencies: ["BotCrypto", "BotSupport"], resources: [.copy("Fixtures")]),
