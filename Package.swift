@@ -42,9 +42,15 @@ let package = Package(
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage"]),
         .testTarget(name: "BotCryptoTests", dependencies: ["BotCrypto", "BotSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "GeohashTests", dependencies: ["Geohash"]),
-        .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
+        .testTarget(
+            name: "RelayDirectoryTests",
+            dependencies: ["RelayDirectory", "Geohash", "BotSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
+        // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
+        .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
     ]
 )
 
