@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
-        .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
+        .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
             dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
@@ -48,7 +48,7 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr", "Geohash"]),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
     ]
