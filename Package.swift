@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "NostrRelay", "RelayDirectory"]
+            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "NostrRelay", "RelayDirectory", "WebSocketRuntime"]
         ),
 
         // Test doubles and process helpers shared by test targets (not a product).
