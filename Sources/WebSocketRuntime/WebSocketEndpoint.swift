@@ -71,6 +71,8 @@ public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible 
 /// Identifies one connection attempt (a reconnect is a new connection).
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
     public let raw: Int
+    /// Public so test transports can mint ids; the runtime numbers its connections from 1.
+    public init(raw: Int) { self.raw = raw }
     public var description: String { "ws#\(raw)" }
 }
 
