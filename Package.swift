@@ -28,11 +28,15 @@ let package = Package(
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
 
+        // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
+        .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
+        .target(name: "NostrRelay", dependencies: ["Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport"]),
+
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
+            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "NostrRelay", "RelayDirectory", "WebSocketRuntime"]
         ),
 
         // Test doubles and process helpers shared by test targets (not a product).
@@ -48,6 +52,11 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
+        .testTarget(
+            name: "NostrRelayTests",
+            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
