@@ -27,12 +27,13 @@ let package = Package(
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
+        .target(name: "IdentityCache", dependencies: ["BotCrypto", "BotStorage", "BotSupport"]),
 
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
+            dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "RelayDirectory"]
         ),
 
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
@@ -41,6 +42,7 @@ let package = Package(
         .testTarget(name: "GeohashTests", dependencies: ["Geohash"]),
         .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
+        .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
     ]
 )
