@@ -35,12 +35,12 @@ public enum RetentionRules {
     /// The age rule with the two-day agreement: may a pass on `today` forget a stranger stamped `stamp`, given the
     /// day of the previous pass in this process (nil after a start)?
     public static func mayForgetByAge(stamp: UTCDay, today: UTCDay, previousPass: UTCDay?) -> Bool {
-        guard let previousPass, previousPass < today else { return false }
-        return isExpired(stamp: stamp, on: today) && isExpired(stamp: stamp, on: previousPass + 1)
+        guard let cutoff = forgetCutoff(today: today, previousPass: previousPass) else { return false }
+        return stamp <= cutoff
     }
 
-    /// The largest stamp that ``mayForgetByAge(stamp:today:previousPass:)`` forgets (for an indexed range query),
-    /// or nil when no age removal is allowed on `today`.
+    /// The largest stamp a pass on `today` forgets (expired today, and already expiring at the previous pass), for
+    /// an indexed range query; nil when no age removal is allowed on `today`. The one definition of the age rule.
     public static func forgetCutoff(today: UTCDay, previousPass: UTCDay?) -> UTCDay? {
         guard let previousPass, previousPass < today else { return nil }
         let fromToday = today - (Limits.maxStampAgeDays + 1)
