@@ -13,6 +13,7 @@ enum BridgeCommandLine {
         ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
+        ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).", IdentitiesCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 
