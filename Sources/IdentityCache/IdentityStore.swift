@@ -52,7 +52,7 @@ public protocol IdentityStore: AnyObject {
     /// Number of rows without annotations.
     func strangerCount() throws(IdentityStoreError) -> Int
     /// Rows without annotations, reduced to what retention needs; with `stampedAtOrBefore`, only stamped rows
-    /// whose stamp is at most that day (an indexed range, not a scan).
+    /// whose stamp is at most that day (an indexed range, not a scan). In no particular order.
     func strangerRows(stampedAtOrBefore: UTCDay?) throws(IdentityStoreError) -> [RetentionRow]
     /// Keys of rows without annotations and without a stamp.
     func unstampedStrangerKeys() throws(IdentityStoreError) -> [IdentityKey]

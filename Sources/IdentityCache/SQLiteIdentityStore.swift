@@ -92,11 +92,11 @@ public final class SQLiteIdentityStore: IdentityStore {
             countAll = try database.prepare("SELECT COUNT(*) FROM identity_records")
             countStrangers = try database.prepare("SELECT COUNT(*) FROM identity_records WHERE stranger = 1")
             selectStrangers = try database.prepare(
-                "SELECT kind, key, last_seen_day, first_seen_ms FROM identity_records WHERE stranger = 1 ORDER BY kind, key")
+                "SELECT kind, key, last_seen_day, first_seen_ms FROM identity_records WHERE stranger = 1")
             selectStrangersStamped = try database.prepare(
                 """
                 SELECT kind, key, last_seen_day, first_seen_ms FROM identity_records
-                WHERE stranger = 1 AND last_seen_day <= ? ORDER BY kind, key
+                WHERE stranger = 1 AND last_seen_day <= ?
                 """)
             selectUnstamped = try database.prepare(
                 "SELECT kind, key FROM identity_records WHERE stranger = 1 AND last_seen_day IS NULL ORDER BY kind, key")

@@ -94,7 +94,7 @@ struct IdentityStoreConformanceTests {
         try store.put(protected)
         #expect(try store.strangerCount() == 3)
         #expect(try store.count() == 4)
-        #expect(try store.strangerRows(stampedAtOrBefore: nil).map(\.key) == [try meshKey(1), try meshKey(2), try meshKey(3)].sorted())
+        #expect(try Set(store.strangerRows(stampedAtOrBefore: nil).map(\.key)) == [try meshKey(1), try meshKey(2), try meshKey(3)])
         #expect(try store.strangerRows(stampedAtOrBefore: day(4)).map(\.key) == [try meshKey(1)])
         #expect(try store.strangerRows(stampedAtOrBefore: day(5)).count == 2)
         #expect(try store.unstampedStrangerKeys() == [try meshKey(3)])
