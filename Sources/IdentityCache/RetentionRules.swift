@@ -43,9 +43,9 @@ public enum RetentionRules {
     /// an indexed range query; nil when no age removal is allowed on `today`. The one definition of the age rule.
     public static func forgetCutoff(today: UTCDay, previousPass: UTCDay?) -> UTCDay? {
         guard let previousPass, previousPass < today else { return nil }
-        let fromToday = today - (Limits.maxStampAgeDays + 1)
-        let fromPrevious = previousPass + 1 - (Limits.maxStampAgeDays + 1)
-        return min(fromToday, fromPrevious)
+        // Expired on the day after the previous pass; since previousPass < today, that implies expired today.
+        let agreedDay = previousPass + 1
+        return agreedDay - (Limits.maxStampAgeDays + 1)
     }
 
     /// The latest day a stranger may have been seen: stamp + 7, but strangers stamped within the last week (or
