@@ -27,6 +27,7 @@ let package = Package(
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
+        .target(name: "IdentityCache", dependencies: ["BotCrypto", "BotStorage", "BotSupport"]),
 
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
@@ -36,7 +37,10 @@ let package = Package(
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "NostrRelay", "RelayDirectory", "WebSocketRuntime"]
+            dependencies: [
+                "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
+                "RelayDirectory", "WebSocketRuntime",
+            ]
         ),
 
         // Test doubles and process helpers shared by test targets (not a product).
@@ -60,6 +64,7 @@ let package = Package(
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
     ]
 )
 

@@ -4,7 +4,9 @@ import BotSupport
 /// side by side in one process and print figures and ratios (format: shared/spec/BENCH.md).
 enum BenchCommand {
     /// Every benchmark: name, one-line summary, and the function producing its report.
-    static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = []
+    static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = [
+        ("identities", "stranger cache: row store vs the one-blob design at C = 2,000 / 10,000 / 100,000", IdentitiesBench.run)
+    ]
 
     static var spec: CommandSpec {
         CommandSpec(

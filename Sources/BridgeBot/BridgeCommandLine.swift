@@ -14,6 +14,7 @@ enum BridgeCommandLine {
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
         ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", NostrCommand.run),
+        ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).", IdentitiesCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 

@@ -1,0 +1,266 @@
+public import BotSupport
+
+/// The bounded cache of every key the bridge met (STRANGER-CACHE.md): records verified sightings from both
+/// networks, answers the per-packet lookups, and keeps strangers bounded with retention passes.
+///
+/// One owner (the bridge's actor) calls it; it is not `Sendable`. Time is injected (`now`), never read. A pass
+/// runs only inside ``recordSighting(_:now:)``, in the same store transaction as the sighting's write: on the
+/// first verified sighting after start, when the UTC day changed since the last pass, and at once when an insert
+/// takes the stranger counter above ``RetentionRules/Limits/strangerCap`` (an O(1) check, not a scan). No pass
+/// runs while the operator's policy is unreadable (``setOperatorLists(_:)`` with nil, the state at init).
+public final class PeerIdentityCache {
+    /// A verified sighting: a mesh announce whose signature checked out, or a Nostr event with a valid signature.
+    public struct Sighting: Sendable {
+        public let key: IdentityKey
+        public let pins: MeshPins?
+        public let peerID: UInt64?
+        public let nickname: String?
+
+        /// A verified mesh announce.
+        public static func mesh(
+            noiseKey: [UInt8], signingKey: [UInt8], peerID: UInt64, nickname: String?
+        ) throws(IdentityKeyError) -> Sighting {
+            Sighting(
+                key: try .mesh(noiseKey: noiseKey), pins: try MeshPins(noiseKey: noiseKey, signingKey: signingKey),
+                peerID: peerID, nickname: nickname)
+        }
+
+        /// A verified Nostr event (`nickname` from its `n` tag, if any).
+        public static func nostr(pubkey: [UInt8], nickname: String?) throws(IdentityKeyError) -> Sighting {
+            Sighting(key: try .nostr(pubkey: pubkey), pins: nil, peerID: nil, nickname: nickname)
+        }
+    }
+
+    public enum SightingResult: Equatable, Sendable {
+        /// Never seen (or forgotten): a new row, pins learned on first use.
+        case firstContact
+        /// Known; something was written (stamp refresh, new peer ID or nickname).
+        case refreshed
+        /// Known; nothing changed, nothing written.
+        case unchanged
+        /// The announce's signing key differs from the pinned one: refused, nothing refreshed.
+        case rejectedPinMismatch
+    }
+
+    public enum PassReason: String, Sendable {
+        case firstAfterStart = "first_after_start"
+        case daily
+        case cap
+        /// The operator's policy changed, so the stranger count had to be taken again.
+        case policyReload = "policy_reload"
+    }
+
+    public struct PassReport: Equatable, Sendable {
+        public let reason: PassReason
+        public let day: UTCDay
+        public var stamped = 0
+        public var forgottenByAge = 0
+        public var evictedByCap = 0
+        public var strangersAfter = 0
+    }
+
+    public struct SightingOutcome: Equatable, Sendable {
+        public let result: SightingResult
+        public let pass: PassReport?
+    }
+
+    /// Running totals for the stats log line and `/metrics`.
+    public struct Counters: Equatable, Sendable {
+        public var sightings = 0
+        public var firstContacts = 0
+        public var writes = 0
+        public var rejectedPinMismatches = 0
+        public var passes = 0
+        public var forgottenByAge = 0
+        public var evictedByCap = 0
+        /// Sightings that would have run a pass but did not, because the policy was unreadable.
+        public var passesHeldForPolicy = 0
+    }
+
+    private let store: any IdentityStore
+    private let logger: Logger
+    /// nil while the operator's policy file is unreadable (and before it was first read): fail-closed.
+    public private(set) var operatorLists: OperatorLists?
+    /// Day of the last pass in this process (not persisted: after a start, age removals wait for a second day).
+    public private(set) var lastPassDay: UTCDay?
+    /// Strangers in the cache; nil until the first pass counts them (and again after a policy change).
+    public private(set) var strangerCount: Int?
+    public private(set) var counters = Counters()
+
+    public init(store: any IdentityStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Installs the policy read from the operator's file, or nil when it could not be read (no pass runs until a
+    /// readable one arrives). The bridge calls this at start and on SIGHUP.
+    public func setOperatorLists(_ lists: OperatorLists?) {
+        if lists == nil, operatorLists != nil {
+            logger.info("operator policy unreadable: retention passes stop until it can be read", [("identity.policy", .string("unreadable"))])
+        }
+        operatorLists = lists
+        strangerCount = nil
+    }
+
+    /// True when `record` has a relationship on its row or in the operator's lists.
+    public func isProtected(_ record: IdentityRecord) -> Bool {
+        !record.isStranger || operatorLists?.protects(record.key) == true
+    }
+
+    /// Hot path: the pinned signing key for a mesh peer ID (O(log C), nothing else decoded).
+    public func signingKey(peerID: UInt64) throws(IdentityStoreError) -> [UInt8]? {
+        try store.signingKey(peerID: peerID)
+    }
+
+    public func record(_ key: IdentityKey) throws(IdentityStoreError) -> IdentityRecord? {
+        try store.record(key)
+    }
+
+    /// True when the operator blocked `key` (on its row or in the policy file). Blocked keys are never bridged.
+    public func isBlocked(_ key: IdentityKey) throws(IdentityStoreError) -> Bool {
+        if operatorLists?.blocked.contains(key) == true { return true }
+        return try store.record(key)?.annotations.blocked == true
+    }
+
+    /// Records a verified sighting and, when one is due, runs a retention pass in the same transaction.
+    public func recordSighting(_ sighting: Sighting, now: UTCTime) throws(IdentityStoreError) -> SightingOutcome {
+        try store.transaction { () throws(IdentityStoreError) -> SightingOutcome in
+            counters.sightings += 1
+            let today = now.day
+            let existing = try store.record(sighting.key)
+            if let pinned = existing?.pins, let offered = sighting.pins, pinned.signingKey != offered.signingKey {
+                counters.rejectedPinMismatches += 1
+                logger.debug("announce refused: signing key differs from the pin", [("identity.key", .string(sighting.key.description))])
+                return SightingOutcome(result: .rejectedPinMismatch, pass: nil)
+            }
+            let nickname = sighting.nickname.map { IdentityRecord.truncated($0, maxBytes: IdentityRecord.Limits.maxNicknameBytes) }
+            var updated = existing ?? IdentityRecord(key: sighting.key)
+            if updated.pins == nil { updated.pins = sighting.pins }
+            if let peerID = sighting.peerID { updated.peerID = peerID }
+            if let nickname { updated.nickname = nickname }
+            if updated.firstSeen == nil { updated.firstSeen = now }
+            let protected = isProtected(updated)
+            if protected {
+                updated.lastSeen = nil
+            } else if RetentionRules.shouldRefresh(stamp: updated.lastSeen, today: today) {
+                updated.lastSeen = today
+            }
+            let result: SightingResult
+            if existing == nil {
+                result = .firstContact
+                counters.firstContacts += 1
+                if !protected, let count = strangerCount { strangerCount = count + 1 }
+            } else {
+                result = updated == existing ? .unchanged : .refreshed
+            }
+            if updated != existing {
+                try store.put(updated)
+                counters.writes += 1
+            }
+            let reason: PassReason?
+            if lastPassDay == nil {
+                reason = .firstAfterStart
+            } else if let count = strangerCount, count > RetentionRules.Limits.strangerCap {
+                reason = .cap
+            } else if lastPassDay != today {
+                reason = .daily
+            } else if strangerCount == nil {
+                reason = .policyReload
+            } else {
+                reason = nil
+            }
+            guard let reason else { return SightingOutcome(result: result, pass: nil) }
+            guard let lists = operatorLists else {
+                counters.passesHeldForPolicy += 1
+                return SightingOutcome(result: result, pass: nil)
+            }
+            let report = try runPass(reason: reason, today: today, announcer: sighting.key, lists: lists)
+            return SightingOutcome(result: result, pass: report)
+        }
+    }
+
+    /// One retention pass (§3): stamp the unstamped, forget the long-unseen (two-day agreement), then trim to
+    /// the cap. The announcer is never evicted.
+    private func runPass(
+        reason: PassReason, today: UTCDay, announcer: IdentityKey, lists: OperatorLists
+    ) throws(IdentityStoreError) -> PassReport {
+        var report = PassReport(reason: reason, day: today)
+        let unstamped = try store.unstampedStrangerKeys().filter { !lists.protects($0) }
+        try store.setLastSeen(today, keys: unstamped)
+        report.stamped = unstamped.count
+        if let cutoff = RetentionRules.forgetCutoff(today: today, previousPass: lastPassDay) {
+            let expired = try store.strangerRows(stampedAtOrBefore: cutoff).lazy
+                .map(\.key).filter { !lists.protects($0) && $0 != announcer }
+            report.forgottenByAge = try store.delete(Array(expired))
+        }
+        var count = try store.strangerCount()
+        for key in lists.allowed.union(lists.verified).union(lists.blocked) {
+            if let record = try store.record(key), record.isStranger { count -= 1 }
+        }
+        if count > RetentionRules.Limits.strangerCap {
+            let rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            let victims = RetentionRules.capEvictions(strangers: rows, today: today, announcer: announcer)
+            report.evictedByCap = try store.delete(victims)
+            count -= report.evictedByCap
+        }
+        report.strangersAfter = count
+        strangerCount = count
+        lastPassDay = today
+        counters.passes += 1
+        counters.forgottenByAge += report.forgottenByAge
+        counters.evictedByCap += report.evictedByCap
+        logger.info(
+            "identity retention pass",
+            [
+                ("pass.reason", .string(reason.rawValue)), ("pass.day", .integer(Int64(today.number))),
+                ("pass.stamped", .integer(Int64(report.stamped))), ("pass.forgotten", .integer(Int64(report.forgottenByAge))),
+                ("pass.evicted", .integer(Int64(report.evictedByCap))), ("identity.strangers", .integer(Int64(count))),
+            ])
+        return report
+    }
+
+    /// Changes the operator's annotations of `key` (creating a row for a key never seen, so a block or an allow
+    /// can precede the first sighting). Returns the record afterwards, or nil when nothing remains (the
+    /// annotations were cleared on a key never seen). A record that becomes protected loses its stamp; one whose
+    /// protection lapses is stamped at the next pass and so gets a full retention period.
+    @discardableResult
+    public func annotate(_ key: IdentityKey, _ change: (inout Annotations) -> Void) throws(IdentityStoreError) -> IdentityRecord? {
+        try store.transaction { () throws(IdentityStoreError) -> IdentityRecord? in
+            let existing = try store.record(key)
+            var updated = existing ?? IdentityRecord(key: key)
+            let wasProtected = existing.map(isProtected) ?? false
+            change(&updated.annotations)
+            if let petname = updated.annotations.petname {
+                let cut = IdentityRecord.truncated(petname, maxBytes: Annotations.Limits.maxPetnameBytes)
+                updated.annotations.petname = cut.isEmpty ? nil : cut
+            }
+            if let notes = updated.annotations.notes {
+                let cut = IdentityRecord.truncated(notes, maxBytes: Annotations.Limits.maxNotesBytes)
+                updated.annotations.notes = cut.isEmpty ? nil : cut
+            }
+            let protected = isProtected(updated)
+            if protected { updated.lastSeen = nil }
+            if !updated.annotations.isRelationship && updated.firstSeen == nil {
+                // Operator-made row with nothing left on it: nothing to keep.
+                if existing != nil { try store.delete([key]) }
+                return nil
+            }
+            if updated != existing { try store.put(updated) }
+            if let count = strangerCount, existing != nil, wasProtected != protected {
+                strangerCount = count + (protected ? -1 : 1)
+            }
+            return updated
+        }
+    }
+
+    /// Forgets `key` entirely: pins, peer-ID mapping, nickname-index entry and the operator's annotations on it.
+    @discardableResult
+    public func forget(_ key: IdentityKey) throws(IdentityStoreError) -> Bool {
+        try store.transaction { () throws(IdentityStoreError) -> Bool in
+            guard let existing = try store.record(key) else { return false }
+            try store.delete([key])
+            if !isProtected(existing), let count = strangerCount { strangerCount = count - 1 }
+            return true
+        }
+    }
+}
