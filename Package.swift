@@ -22,17 +22,25 @@ let package = Package(
         .target(name: "BotSupport"),
         .target(name: "BotCrypto", dependencies: ["BotSupport", "CSecp256k1", "COpenSSL"]),
         .target(name: "BotStorage", dependencies: ["CSQLite"]),
+        .target(name: "BotCompression", dependencies: ["CZlib"]),
 
         // Domain cores: pure, tested without I/O.
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
+        .target(name: "BitchatWire", dependencies: ["BotCrypto", "BotSupport", "BotCompression"]),
+        .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
+        // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
+        .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
 
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
+            dependencies: [
+                "Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory", "BitchatWire", "Mesh",
+                "VirtualRadio",
+            ]
         ),
 
         // Test doubles and process helpers shared by test targets (not a product).
@@ -44,6 +52,15 @@ let package = Package(
         .testTarget(name: "GeohashTests", dependencies: ["Geohash"]),
         .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
+        .testTarget(
+            name: "BitchatWireTests",
+            dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "BotCompression", "BridgeTestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "MeshTests",
+            dependencies: ["Mesh", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"]
+        ),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
     ]
 )
