@@ -36,7 +36,8 @@ public struct PeerCapabilities: OptionSet, Hashable, Sendable {
         rawValue = value
     }
 
-    static let names: [(PeerCapabilities, String)] = [
+    /// Every known bit with its iOS name.
+    public static let namedBits: [(PeerCapabilities, String)] = [
         (.prekeys, "prekeys"), (.wifiBulk, "wifiBulk"), (.gateway, "gateway"), (.groups, "groups"),
         (.board, "board"), (.vouch, "vouch"), (.meshDiagnostics, "meshDiagnostics"), (.bridge, "bridge"),
         (.privateMedia, "privateMedia"), (.privateMediaReceipts, "privateMediaReceipts"),
@@ -44,7 +45,7 @@ public struct PeerCapabilities: OptionSet, Hashable, Sendable {
     ]
 
     /// Names of the known bits that are set.
-    public var names: [String] { Self.names.filter { contains($0.0) }.map(\.1) }
+    public var names: [String] { Self.namedBits.filter { contains($0.0) }.map(\.1) }
 }
 
 /// The announce payload (type 0x01): TLVs with 1-byte type and 1-byte length (MESH-WIRE §4.7.2).
