@@ -113,7 +113,7 @@ struct CarrierSyncIdentityVectorTests {
         #expect(try RequestSyncPayload.decode(bytes("01 0001 08 02 0004 00001000 03 0002 0102")).m == 4096)
         // Fragment-ID filter: malformed tokens dropped; 100 IDs capped at 60; 1 025-byte TLV ignored.
         let filter = Array("zzzz,0011,0011223344556677,".utf8)
-        var withFilter = base + [0x06, 0x00, UInt8(filter.count)] + filter
+        let withFilter = base + [0x06, 0x00, UInt8(filter.count)] + filter
         #expect(try RequestSyncPayload.decode(withFilter).fragmentIDs == [0x0011223344556677])
         let many = (0..<100).map { UInt64($0) }
         let encoded = RequestSyncPayload(p: 7, m: 1, data: [], fragmentIDs: many).encode()
