@@ -33,13 +33,17 @@ let package = Package(
         // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
         .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
 
+        // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
+        .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
+        .target(name: "NostrRelay", dependencies: ["Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport"]),
+
         // The product core and the executable.
-        .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
+        .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
-                "Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory", "BitchatWire", "Mesh",
-                "VirtualRadio",
+                "Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "NostrRelay", "RelayDirectory", "WebSocketRuntime",
+                "BitchatWire", "Mesh", "VirtualRadio",
             ]
         ),
 
@@ -50,18 +54,30 @@ let package = Package(
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage"]),
         .testTarget(name: "BotCryptoTests", dependencies: ["BotCrypto", "BotSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "GeohashTests", dependencies: ["Geohash"]),
-        .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
+        .testTarget(
+            name: "RelayDirectoryTests",
+            dependencies: ["RelayDirectory", "Geohash", "BotSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(
-            name: "BitchatWireTests",
-            dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "BotCompression", "BridgeTestSupport"],
+            name: "NostrRelayTests",
+            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
-            name: "MeshTests",
-            dependencies: ["Mesh", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"]
+            name: "BitchatWireTests",
+            dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "BotCompression", "BridgeTestSupport"]
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
+        .testTarget(
+            name: "MeshTests",
+            dependencies: ["Mesh", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"],
+            // The bitchat-cli driver is run from its source path (#filePath), not bundled.
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
+        // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
+        .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
     ]
 )
 

@@ -13,6 +13,7 @@ enum BridgeCommandLine {
         ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
+        ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", NostrCommand.run),
         ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
         ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines) or say one signed public message.", MeshCommand.run),
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),

@@ -18,8 +18,9 @@ public final class ChildProcess: @unchecked Sendable {
     private struct Output {
         var stdout: [String] = []
         var stderr: [String] = []
-        var partialOut = ""
-        var partialErr = ""
+        // Raw bytes until a newline: a read can end inside a multi-byte UTF-8 character.
+        var partialOut: [UInt8] = []
+        var partialErr: [UInt8] = []
     }
     private let output = Mutex(Output())
     public let name: String
@@ -53,13 +54,12 @@ public final class ChildProcess: @unchecked Sendable {
 
     private func append(_ data: Data, toStdout: Bool) {
         guard !data.isEmpty else { return }
-        let text = String(decoding: data, as: UTF8.self)
         output.withLock { out in
-            var partial = (toStdout ? out.partialOut : out.partialErr) + text
+            var partial = (toStdout ? out.partialOut : out.partialErr) + [UInt8](data)
             var lines: [String] = []
-            while let newline = partial.firstIndex(of: "\n") {
-                lines.append(String(partial[..<newline]))
-                partial = String(partial[partial.index(after: newline)...])
+            while let newline = partial.firstIndex(of: 0x0a) {
+                lines.append(String(decoding: partial[..<newline], as: UTF8.self))
+                partial.removeSubrange(...newline)
             }
             if toStdout {
                 out.stdout += lines

@@ -177,4 +177,11 @@ public struct Bounds: Equatable, Sendable {
     public let maxLatitude: Double
     public let minLongitude: Double
     public let maxLongitude: Double
+
+    public init(minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double) {
+        self.minLatitude = minLatitude
+        self.maxLatitude = maxLatitude
+        self.minLongitude = minLongitude
+        self.maxLongitude = maxLongitude
+    }
 }

@@ -34,6 +34,14 @@ public struct RelayDirectorySource: Equatable, Sendable {
     public var dataRows: Int
     public var uniqueRelays: Int
     public var mergedDuplicates: Int
+
+    public init(file: String, sha256: String, dataRows: Int, uniqueRelays: Int, mergedDuplicates: Int) {
+        self.file = file
+        self.sha256 = sha256
+        self.dataRows = dataRows
+        self.uniqueRelays = uniqueRelays
+        self.mergedDuplicates = mergedDuplicates
+    }
 }
 
 /// bitchat's reviewed geo-relay directory and the iOS selection rule: the N relays nearest the centre of

@@ -1,0 +1,101 @@
+/// A set that remembers at most `capacity` elements, forgetting the oldest insertion first, in O(1)
+/// (a ring buffer of insertion order plus a hash set; no `Array.removeFirst`).
+public struct BoundedSet<Element: Hashable>: Sendable where Element: Sendable {
+    public let capacity: Int
+    private var members: Set<Element> = []
+    private var ring: [Element?]
+    private var head = 0
+    /// How many elements were forgotten to make room.
+    public private(set) var evictions = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "BoundedSet capacity must be positive")
+        self.capacity = capacity
+        ring = Array(repeating: nil, count: capacity)
+    }
+
+    public var count: Int { members.count }
+
+    public func contains(_ element: Element) -> Bool { members.contains(element) }
+
+    /// Inserts `element` (a no-op when present). Returns whether it was new and which element, if any,
+    /// was forgotten to make room.
+    @discardableResult
+    public mutating func insert(_ element: Element) -> (inserted: Bool, evicted: Element?) {
+        guard !members.contains(element) else { return (false, nil) }
+        let old = ring[head]
+        if let old {
+            members.remove(old)
+            evictions += 1
+        }
+        ring[head] = element
+        head = (head + 1) % capacity
+        members.insert(element)
+        return (true, old)
+    }
+
+    /// Elements from oldest to newest (for persisting and restoring).
+    public var elementsOldestFirst: [Element] {
+        (0..<capacity).compactMap { ring[(head + $0) % capacity] }.filter { members.contains($0) }
+    }
+}
+
+/// At most `limit` events per `window` seconds for one key: a sliding window over the exact event
+/// times (the phones' per-signer and per-depositor limits), kept as a fixed ring of the last `limit`
+/// accepted times, so checking is O(1).
+public struct SlidingWindowLimiter: Sendable {
+    public let limit: Int
+    public let window: Double
+    private var times: [Double]
+    private var next = 0
+    private var filled = 0
+
+    public init(limit: Int, window: Double = 60) {
+        precondition(limit > 0 && window > 0)
+        self.limit = limit
+        self.window = window
+        times = Array(repeating: 0, count: limit)
+    }
+
+    /// True when one more event at `now` stays within the limit; if so it is recorded.
+    public mutating func admit(now: Double) -> Bool {
+        if filled == limit {
+            // The oldest of the last `limit` accepted events must have left the window.
+            guard now - times[next] >= window else { return false }
+        } else {
+            filled += 1
+        }
+        times[next] = now
+        next = (next + 1) % limit
+        return true
+    }
+
+    /// Whether an event at `now` would be admitted, without recording it.
+    public func wouldAdmit(now: Double) -> Bool {
+        filled < limit || now - times[next] >= window
+    }
+}
+
+/// One ``SlidingWindowLimiter`` per key, with at most `maxKeys` keys (least recently created dropped, O(1)).
+public struct KeyedWindowLimiter<Key: Hashable & Sendable>: Sendable {
+    public let limit: Int
+    public let window: Double
+    private var limiters: [Key: SlidingWindowLimiter] = [:]
+    private var order: BoundedSet<Key>
+
+    public init(limit: Int, window: Double = 60, maxKeys: Int) {
+        self.limit = limit
+        self.window = window
+        order = BoundedSet(capacity: maxKeys)
+    }
+
+    public mutating func admit(_ key: Key, now: Double) -> Bool {
+        if limiters[key] == nil {
+            if let evicted = order.insert(key).evicted { limiters[evicted] = nil }
+            limiters[key] = SlidingWindowLimiter(limit: limit, window: window)
+        }
+        return limiters[key]?.admit(now: now) ?? false
+    }
+
+    public var trackedKeys: Int { limiters.count }
+}

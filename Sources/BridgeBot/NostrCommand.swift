@@ -1,0 +1,341 @@
+import BotCrypto
+import BotSupport
+import Bridge
+import Dispatch
+import Foundation
+import Geohash
+import Nostr
+import NostrRelay
+import RelayDirectory
+import Synchronization
+import WebSocketRuntime
+
+/// `bitchat-bridge nostr listen|post|sign|verify`: operator tools for the internet side.
+enum NostrCommand {
+    static let spec = CommandSpec(
+        path: "nostr",
+        summary: "Listen to, post to, sign and verify Nostr geohash events.",
+        usage: [
+            "listen --geohash GH [--cell] [--relay URL…] [--count N] [--seconds S]",
+            "post --geohash GH [--relay URL…] [--nickname NAME] [--pow BITS] TEXT",
+            "sign --geohash GH [--pow BITS] < unsigned-events.jsonl",
+            "verify < events.jsonl",
+        ],
+        options: [
+            .value("--geohash", "GH", "Channel geohash (listen/post/sign)."),
+            .flag("--cell", "listen: subscribe to the bridge rendezvous (#r of the 6-char cell and its 8 neighbours)."),
+            .value("--relay", "URL", "Relay URL (repeatable); default: the 5 closest from the relay directory."),
+            .value("--directory", "FILE", "relays.json to choose relays from."),
+            .value("--data-dir", "DIR", "Data directory with the bridge identity (post/sign)."),
+            .value("--nickname", "NAME", "post: the n tag (omitted when empty)."),
+            .value("--pow", "BITS", "NIP-13 target (post default 16; sign default none)."),
+            .value("--count", "N", "listen: exit after N verified events."),
+            .value("--seconds", "S", "listen: exit after S seconds; post: wait S seconds for OKs (default 10)."),
+            .value("--ca-file", "FILE", "Trust this PEM CA bundle instead of the system store (wss:// tests)."),
+            .flag("--auth", "Answer NIP-42 AUTH challenges with the channel key (off: AUTH ignored, as phones do)."),
+        ],
+        details: """
+            listen prints one JSON line per verified event ({"type":"event",…}) and per dropped frame or
+            event ({"type":"rejected","reason":…}); post prints one line per relay OK. Ctrl-C stops cleanly.
+            sign/verify read one JSON event per line on stdin and answer one line each.
+            Exit codes: 0 success, 64 usage, 1 failure (post: no relay accepted; verify: an invalid event).
+            """
+    )
+
+    static func run(_ arguments: [String]) throws(CommandExit) {
+        let args = try ParsedArguments.parse(arguments, spec: spec)
+        guard let action = args.positionals.first else { throw .usage("missing action: listen, post, sign or verify") }
+        switch action {
+        case "listen": try listen(args)
+        case "post": try post(args)
+        case "sign": try sign(args)
+        case "verify": try verify(args)
+        default: throw .usage("unknown action '\(action)' (listen, post, sign, verify)")
+        }
+    }
+
+    // MARK: Helpers
+
+    static func geohash(_ args: ParsedArguments) throws(CommandExit) -> GeohashCell {
+        guard let text = args.value("--geohash") else { throw .usage("--geohash GH is required") }
+        return try GeohashCommand.parseCell(text)
+    }
+
+    static func relays(_ args: ParsedArguments, cell: GeohashCell) throws(CommandExit) -> [String] {
+        let explicit = args.allValues("--relay")
+        for url in explicit {
+            do { _ = try WebSocketEndpoint(url: url) } catch { throw .usage("\(error)") }
+        }
+        if !explicit.isEmpty { return explicit }
+        let (directory, _) = try RelaysCommand.loadDirectory(option: args.value("--directory"))
+        let urls = directory.closest(to: cell, count: 5).map(\.entry.url)
+        guard !urls.isEmpty else { throw .failure("the relay directory has no relays") }
+        return urls
+    }
+
+    static func intOption(_ args: ParsedArguments, _ name: String, range: ClosedRange<Int>) throws(CommandExit) -> Int? {
+        guard let text = args.value(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw .usage("\(name) '\(text)' must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    static func channelKey(_ args: ParsedArguments, geohash: GeohashCell) throws(CommandExit) -> SchnorrSecretKey {
+        let store = KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+        do {
+            return try store.loadOrCreate().keys.channelKey(geohash: geohash.string)
+        } catch {
+            throw .failure("\(error)")
+        }
+    }
+
+    static func unixNow() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec)
+    }
+
+    static func makePool(_ args: ParsedArguments, urls: [String], authKey: SchnorrSecretKey?) throws(CommandExit) -> RelayPool {
+        let logger = Logger(label: "nostr", level: ProcessEnvironment.value("BRIDGE_LOG_LEVEL").flatMap(LogLevel.init(name:)) ?? .notice)
+        do {
+            return try RelayPool(
+                relayURLs: urls,
+                configuration: .init(authKey: authKey, jitterUnit: { Double.random(in: 0..<1) }),
+                webSocket: .init(caFile: args.value("--ca-file"), userAgent: "bitchat-bridge/\(BridgeCommandLine.version)"),
+                logger: logger, unixNow: { unixNow() })
+        } catch {
+            throw .usage("\(error)")
+        }
+    }
+
+    /// Runs `body` as a task until it returns or SIGINT/SIGTERM cancels it.
+    static func runUntilSignal(_ body: @escaping @Sendable () async -> Int32) -> Int32 {
+        let result = Mutex<Int32>(0)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            let code = await body()
+            result.withLock { $0 = code }
+            done.signal()
+        }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { task.cancel() }
+            source.resume()
+            return source
+        }
+        done.wait()
+        for source in sources { source.cancel() }
+        return result.withLock { $0 }
+    }
+
+    static func printLine(_ value: JSONValue) {
+        print(JSONWriter.compact(value))
+        fflush(nil)
+    }
+
+    // MARK: listen
+
+    static func listen(_ args: ParsedArguments) throws(CommandExit) {
+        let cell = try geohash(args)
+        let count = try intOption(args, "--count", range: 1...1_000_000)
+        let seconds = try intOption(args, "--seconds", range: 1...86_400 * 365)
+        let rendezvous = args.has("--cell")
+        if rendezvous, cell.precision != 6 { throw .usage("--cell needs a 6-character geohash") }
+        let urls = try relays(args, cell: cell)
+        let authKey = args.has("--auth") ? try channelKey(args, geohash: cell) : nil
+        let pool = try makePool(args, urls: urls, authKey: authKey)
+        let subscription: String
+        let filter: NostrFilter
+        let lookback: Int64
+        if rendezvous {
+            subscription = "bridge-rendezvous"
+            filter = NostrFilter(kinds: [NostrKind.ephemeralChat, NostrKind.presence], tags: ["r": cell.ring.map(\.string)], limit: 200)
+            lookback = 900
+        } else {
+            subscription = "geo-\(cell.string)"
+            filter = NostrFilter(kinds: [NostrKind.ephemeralChat, NostrKind.presence], tags: ["g": [cell.string]], limit: 200)
+            lookback = 3600
+        }
+        pool.subscribe(id: subscription, filters: [filter], lookback: lookback)
+        let code = runUntilSignal {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await pool.run() }
+                if let seconds {
+                    group.addTask {
+                        try? await Task.sleep(for: .seconds(seconds))
+                    }
+                }
+                group.addTask {
+                    var delivered = 0
+                    for await report in pool.events {
+                        switch report {
+                        case .event(let event, let relay, let sub):
+                            delivered += 1
+                            printLine(.object([
+                                ("type", .string("event")), ("relay", .string(relay)), ("subscription", .string(sub)),
+                                ("pow", .integer(Int64(NostrPoW.validatedDifficulty(event)))), ("event", event.jsonValue),
+                            ]))
+                            if let count, delivered >= count { return }
+                        case .rejected(let relay, let sub, let reason):
+                            printLine(.object([
+                                ("type", .string("rejected")), ("relay", .string(relay)),
+                                ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason)),
+                            ]))
+                        case .endOfStoredEvents(let sub):
+                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub))]))
+                        case .connected(let relay):
+                            printLine(.object([("type", .string("connected")), ("relay", .string(relay))]))
+                        case .disconnected(let relay, let reason):
+                            printLine(.object([("type", .string("disconnected")), ("relay", .string(relay)), ("reason", .string(reason))]))
+                        case .closed(let relay, let sub, let message):
+                            printLine(.object([("type", .string("closed")), ("relay", .string(relay)),
+                                               ("subscription", .string(sub)), ("message", .string(message))]))
+                        case .notice(let relay, let message):
+                            printLine(.object([("type", .string("notice")), ("relay", .string(relay)), ("message", .string(message))]))
+                        case .ok: break
+                        }
+                    }
+                }
+                // The first child to finish (count reached, time up, or cancellation) ends the listen.
+                await group.next()
+                group.cancelAll()
+            }
+            let counters = pool.verifierCounters
+            printError("listen: \(counters.verified) verified, \(counters.idMismatch) id mismatches, "
+                + "\(counters.badSignature) bad signatures, \(counters.overBudget) over budget, "
+                + "\(pool.droppedEvents) dropped by a slow consumer")
+            return 0
+        }
+        if code != 0 { throw .failure("listen failed") }
+    }
+
+    // MARK: post
+
+    static func post(_ args: ParsedArguments) throws(CommandExit) {
+        let cell = try geohash(args)
+        var rest = args
+        rest.positionals.removeFirst()
+        let text = try rest.requirePositionals(["text"])[0]
+        guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { throw .usage("TEXT is empty") }
+        let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget) ?? NostrPoW.defaultTarget
+        let seconds = try intOption(args, "--seconds", range: 1...3600) ?? 10
+        let urls = try relays(args, cell: cell)
+        let key = try channelKey(args, geohash: cell)
+        var tags = [["g", cell.string]]
+        if let nickname = args.value("--nickname")?.trimmingCharacters(in: .whitespaces), !nickname.isEmpty {
+            tags.append(["n", nickname])
+        }
+        let unsigned = UnsignedEvent(pubkey: key.publicKey, createdAt: unixNow(), kind: NostrKind.ephemeralChat,
+                                     tags: tags, content: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        let event = try mineAndSign(unsigned, target: target, key: key)
+        let pool = try makePool(args, urls: urls, authKey: args.has("--auth") ? key : nil)
+        pool.publish(event)
+        printLine(.object([("type", .string("published")), ("event", event.jsonValue)]))
+        let code = runUntilSignal {
+            await withTaskGroup(of: Int.self) { group in
+                group.addTask {
+                    try? await pool.run()
+                    return 0
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(seconds))
+                    return 0
+                }
+                group.addTask {
+                    var answered = Set<String>()
+                    var accepted = 0
+                    for await report in pool.events {
+                        guard case .ok(let relay, let id, let ok, let message) = report,
+                            id == event.id.hex || id.isEmpty, answered.insert(relay).inserted
+                        else { continue }
+                        if ok { accepted += 1 }
+                        printLine(.object([("type", .string("ok")), ("relay", .string(relay)),
+                                           ("accepted", .bool(ok)), ("message", .string(message))]))
+                        if answered.count == urls.count { break }
+                    }
+                    return accepted
+                }
+                // Stop when every relay answered, the wait is over, or on a signal; then collect.
+                var accepted = await group.next() ?? 0
+                group.cancelAll()
+                while let more = await group.next() { accepted += more }
+                return accepted > 0 ? 0 : 1
+            }
+        }
+        guard code == 0 else { throw .failure("no relay accepted the event") }
+    }
+
+    /// Mines on a helper thread (never the relay loop), with progress on stderr for high targets.
+    static func mineAndSign(_ unsigned: UnsignedEvent, target: Int, key: SchnorrSecretKey) throws(CommandExit) -> NostrEvent {
+        let expected = Double(1 << min(target, 62))
+        do {
+            let mined = try NostrPoW.mine(unsigned, target: target, startNonce: UInt64.random(in: 0..<(1 << 48))) { attempts in
+                if expected > 4_000_000, attempts % (1 << 22) == 0 {
+                    printError("mining: \(attempts) attempts (≈ \(Int(expected)) expected for \(target) bits)")
+                }
+                return true
+            }
+            return try mined.event.signed(with: key)
+        } catch {
+            throw .failure("\(error)")
+        }
+    }
+
+    // MARK: sign / verify
+
+    static func stdinLines() -> AnyIterator<String> { AnyIterator { readLine(strippingNewline: true) } }
+
+    static func sign(_ args: ParsedArguments) throws(CommandExit) {
+        let cell = try geohash(args)
+        let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget)
+        let key = try channelKey(args, geohash: cell)
+        var failures = 0
+        for (number, line) in stdinLines().enumerated() where !line.isEmpty {
+            do throws(CommandExit) {
+                var unsigned: UnsignedEvent
+                do {
+                    // pubkey may be omitted: it is the channel key's.
+                    var value = try JSONParser(limits: .init(maxBytes: RelayMessage.Limits.maxFrameBytes, maxDepth: 8)).parse(line)
+                    if case .object(var members) = value, !members.contains(where: { $0.0 == "pubkey" }) {
+                        members.append(("pubkey", .string(key.publicKey.hex)))
+                        value = .object(members)
+                    }
+                    unsigned = try UnverifiedEvent(json: value).unsigned()
+                } catch {
+                    throw .failure("\(error)")
+                }
+                guard unsigned.pubkey == key.publicKey else { throw .failure("pubkey is not this channel's key") }
+                let event: NostrEvent
+                if let target {
+                    event = try mineAndSign(unsigned, target: target, key: key)
+                } else {
+                    do { event = try unsigned.signed(with: key) } catch { throw .failure("\(error)") }
+                }
+                printLine(event.jsonValue)
+            } catch {
+                failures += 1
+                if case .failure(let message) = error { printError("line \(number + 1): \(message)") }
+            }
+        }
+        if failures > 0 { throw .failure("\(failures) line(s) not signed") }
+    }
+
+    static func verify(_ args: ParsedArguments) throws(CommandExit) {
+        var invalid = 0
+        for (number, line) in stdinLines().enumerated() where !line.isEmpty {
+            do {
+                let event = try UnverifiedEvent(json: line).verified()
+                printLine(.object([("line", .integer(Int64(number + 1))), ("valid", .bool(true)),
+                                   ("id", .string(event.id.hex)), ("pow", .integer(Int64(NostrPoW.validatedDifficulty(event))))]))
+            } catch {
+                invalid += 1
+                printLine(.object([("line", .integer(Int64(number + 1))), ("valid", .bool(false)),
+                                   ("reason", .string(error.name)), ("detail", .string(error.description))]))
+            }
+        }
+        if invalid > 0 { throw .failure("\(invalid) invalid event(s)") }
+    }
+}

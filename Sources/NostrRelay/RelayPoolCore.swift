@@ -1,0 +1,404 @@
+public import BotCrypto
+public import Nostr
+public import WebSocketRuntime
+
+/// What the pool needs from a WebSocket layer. ``WebSocketRuntime`` is the live one; tests pass a fake
+/// that records frames. Calls only enqueue: they never call back into the pool synchronously.
+public protocol RelayTransport: Sendable {
+    func open(_ endpoint: WebSocketEndpoint) -> ConnectionID
+    func send(_ connection: ConnectionID, text: String)
+    func close(_ connection: ConnectionID)
+}
+
+extension WebSocketRuntime: RelayTransport {}
+
+/// Something the pool reports to its consumer.
+public enum RelayPoolEvent: Sendable, Equatable {
+    /// A verified event, first copy across all relays.
+    case event(NostrEvent, relay: String, subscription: String)
+    /// An inbound frame or event dropped, with the named reason (`id_mismatch`, `bad_signature`, …).
+    case rejected(relay: String, subscription: String?, reason: String)
+    /// Every relay that received the REQ answered EOSE (or dropped).
+    case endOfStoredEvents(subscription: String)
+    case ok(relay: String, eventID: String, accepted: Bool, message: String)
+    case closed(relay: String, subscription: String, message: String)
+    case notice(relay: String, message: String)
+    case connected(relay: String)
+    case disconnected(relay: String, reason: String)
+}
+
+/// Per-relay counters (NOSTR-GEO §15 q1: log and count `OK false` / `CLOSED` reasons per relay).
+public struct RelayStats: Sendable, Equatable {
+    public var connects = 0
+    public var disconnects = 0
+    public var failures: [String: Int] = [:]
+    public var okAccepted = 0
+    public var okRejected: [String: Int] = [:]
+    public var closed: [String: Int] = [:]
+    public var notices = 0
+    public var authAnswered = 0
+    public var authIgnored = 0
+    /// Inbound drops by reason (parse errors, verification failures, filter mismatch).
+    public var drops: [String: Int] = [:]
+    public var duplicates = 0
+    public var delivered = 0
+    public var published = 0
+    /// Events evicted from the offline publish queue.
+    public var queueDropped = 0
+
+    /// The prefix of a NIP-01 machine-readable reason (`blocked`, `rate-limited`, `pow`, …) or the text.
+    static func reasonKey(_ message: String) -> String {
+        if let colon = message.firstIndex(of: ":") { return String(message[..<colon]) }
+        return message.isEmpty ? "(none)" : String(message.prefix(40))
+    }
+}
+
+/// The pool's policy, without threads or sockets: relays, their state machines and queues, the
+/// subscriptions, EOSE tracking, cross-relay dedup and verification. Every input returns what to report.
+public struct RelayPoolCore: Sendable {
+    public enum Limits {
+        /// Events kept per relay while it is not connected (phones: 200, oldest dropped).
+        public static let maxQueuedEvents = 200
+        /// Event ids remembered for cross-relay dedup; a copy arriving after this many newer events is
+        /// delivered again (consumers dedup by id as phones do).
+        public static let maxRememberedIDs = 8192
+        /// Subscriptions at once (nostr-relay allows 32 per connection).
+        public static let maxSubscriptions = 32
+    }
+
+    public struct Configuration: Sendable {
+        public var verification: EventVerifier.Configuration
+        /// NIP-42: answer AUTH challenges with this key (operator opt-in); nil = ignore AUTH as phones do.
+        public var authKey: SchnorrSecretKey?
+        public var connectTimeout: Duration
+        /// Uniform [0, 1) for backoff jitter.
+        public var jitterUnit: @Sendable () -> Double
+
+        public init(
+            verification: EventVerifier.Configuration = .init(), authKey: SchnorrSecretKey? = nil,
+            connectTimeout: Duration = .seconds(10), jitterUnit: @escaping @Sendable () -> Double
+        ) {
+            self.verification = verification
+            self.authKey = authKey
+            self.connectTimeout = connectTimeout
+            self.jitterUnit = jitterUnit
+        }
+    }
+
+    /// A subscription as the pool remembers it, so it can be replayed after a reconnect.
+    public struct Subscription: Sendable {
+        public let id: String
+        /// Filters without `since`; each send sets `since = now − lookback` when `lookback` is set.
+        public let filters: [NostrFilter]
+        public let lookback: Int64?
+        var eoseWaiting: Set<String> = []
+        var eoseReported = false
+
+        func request(unixNow: Int64) -> ClientMessage {
+            let fresh = filters.map { filter -> NostrFilter in
+                var filter = filter
+                if let lookback { filter.since = unixNow - lookback }
+                return filter
+            }
+            return .request(subscription: id, filters: fresh)
+        }
+    }
+
+    struct Relay: Sendable {
+        let url: String
+        let endpoint: WebSocketEndpoint
+        var machine: RelayConnectionMachine
+        var connection: ConnectionID?
+        var queue = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        var activeSubscriptions: Set<String> = []
+        var authEventID: String?
+        var awaitingAuth: Set<String> = []
+        var stats = RelayStats()
+    }
+
+    public let configuration: Configuration
+    private let transport: any RelayTransport
+    private var relays: [Relay] = []
+    private var subscriptions: [String: Subscription] = [:]
+    private var subscriptionOrder: [String] = []
+    private var verifier: EventVerifier
+    private var seen = BoundedIDSet(capacity: Limits.maxRememberedIDs)
+
+    public init(relayURLs: [String], configuration: Configuration, transport: any RelayTransport) throws(WebSocketError) {
+        self.configuration = configuration
+        self.transport = transport
+        verifier = EventVerifier(configuration: configuration.verification)
+        var seenURLs = Set<String>()
+        for url in relayURLs {
+            let endpoint = try WebSocketEndpoint(url: url)
+            guard seenURLs.insert(endpoint.description).inserted else { continue }
+            relays.append(Relay(url: endpoint.description, endpoint: endpoint,
+                                machine: RelayConnectionMachine(connectTimeout: configuration.connectTimeout,
+                                                                jitterUnit: configuration.jitterUnit)))
+        }
+    }
+
+    public var relayURLs: [String] { relays.map(\.url) }
+    public var verifierCounters: EventVerifier.Counters { verifier.counters }
+    public func stats(_ url: String) -> RelayStats? { relays.first { $0.url == url }?.stats }
+    public func state(_ url: String) -> RelayConnectionMachine.State? { relays.first { $0.url == url }?.machine.state }
+    public var connectedCount: Int { relays.filter(\.machine.isConnected).count }
+
+    // MARK: Commands
+
+    public mutating func start(now: ContinuousClock.Instant) -> [RelayPoolEvent] {
+        var out: [RelayPoolEvent] = []
+        for index in relays.indices {
+            let actions = relays[index].machine.start(now: now)
+            perform(actions, relay: index, now: now, unixNow: 0, into: &out)
+        }
+        return out
+    }
+
+    public mutating func stop() -> [RelayPoolEvent] {
+        var out: [RelayPoolEvent] = []
+        for index in relays.indices {
+            let actions = relays[index].machine.stop()
+            perform(actions, relay: index, now: .now, unixNow: 0, into: &out)
+        }
+        return out
+    }
+
+    /// Sends to every connected relay; queues for the others (≤ 200 each, oldest dropped and counted).
+    public mutating func publish(_ event: NostrEvent) {
+        let text = ClientMessage.event(event).text
+        for index in relays.indices {
+            if let connection = relays[index].connection, relays[index].machine.isConnected {
+                transport.send(connection, text: text)
+                relays[index].stats.published += 1
+            } else if relays[index].queue.append(text) != nil {
+                relays[index].stats.queueDropped += 1
+            }
+        }
+    }
+
+    /// Opens (or replaces) a subscription on every relay; replayed with a fresh `since` after reconnects.
+    public mutating func subscribe(id: String, filters: [NostrFilter], lookback: Int64?, unixNow: Int64) -> Bool {
+        if subscriptions[id] == nil {
+            guard subscriptions.count < Limits.maxSubscriptions else { return false }
+            subscriptionOrder.append(id)
+        }
+        var subscription = Subscription(id: id, filters: filters, lookback: lookback)
+        let text = subscription.request(unixNow: unixNow).text
+        for index in relays.indices {
+            guard let connection = relays[index].connection, relays[index].machine.isConnected else { continue }
+            transport.send(connection, text: text)
+            relays[index].activeSubscriptions.insert(id)
+            subscription.eoseWaiting.insert(relays[index].url)
+        }
+        subscriptions[id] = subscription
+        return true
+    }
+
+    /// Forgets the subscription locally first, then sends CLOSE where it is active.
+    public mutating func unsubscribe(id: String) {
+        guard subscriptions.removeValue(forKey: id) != nil else { return }
+        subscriptionOrder.removeAll { $0 == id }
+        let text = ClientMessage.close(subscription: id).text
+        for index in relays.indices where relays[index].activeSubscriptions.remove(id) != nil {
+            if let connection = relays[index].connection { transport.send(connection, text: text) }
+        }
+    }
+
+    // MARK: Inputs
+
+    public mutating func tick(now: ContinuousClock.Instant, unixNow: Int64) -> [RelayPoolEvent] {
+        var out: [RelayPoolEvent] = []
+        for index in relays.indices {
+            let actions = relays[index].machine.tick(now: now)
+            perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
+        }
+        return out
+    }
+
+    public mutating func handle(_ event: WebSocketEvent, now: ContinuousClock.Instant, unixNow: Int64)
+        -> [RelayPoolEvent]
+    {
+        var out: [RelayPoolEvent] = []
+        switch event {
+        case .opened(let id):
+            guard let index = relayIndex(id) else { break }
+            let actions = relays[index].machine.opened(now: now)
+            perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
+        case .ended(let id, let failure):
+            guard let index = relayIndex(id) else { break }
+            relays[index].connection = nil
+            let kind: RelayConnectionMachine.Failure
+            switch failure {
+            case .dns: kind = .dns
+            case .connect: kind = .connect
+            case .closed, .closedLocally: kind = .closed
+            }
+            let wasConnected = relays[index].machine.isConnected
+            if !wasConnected { relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1 }
+            let actions = relays[index].machine.ended(kind, now: now)
+            perform(actions, relay: index, now: now, unixNow: unixNow, reason: failure.description, into: &out)
+        case .oversizedMessage(let id, let bytes):
+            guard let index = relayIndex(id) else { break }
+            drop(index, subscription: nil, NostrError.frameTooLarge(bytes: bytes).name, into: &out)
+        case .text(let id, let frame):
+            guard let index = relayIndex(id) else { break }
+            receive(frame, relay: index, now: now, unixNow: unixNow, into: &out)
+        }
+        return out
+    }
+
+    private static func failureKey(_ failure: WebSocketFailure) -> String {
+        switch failure {
+        case .dns: "dns"
+        case .connect: "connect"
+        case .closed: "closed"
+        case .closedLocally: "closed_locally"
+        }
+    }
+
+    private func relayIndex(_ id: ConnectionID) -> Int? { relays.firstIndex { $0.connection == id } }
+
+    private mutating func drop(_ index: Int, subscription: String?, _ reason: String, into out: inout [RelayPoolEvent]) {
+        relays[index].stats.drops[reason, default: 0] += 1
+        out.append(.rejected(relay: relays[index].url, subscription: subscription, reason: reason))
+    }
+
+    private mutating func receive(
+        _ frame: [UInt8], relay index: Int, now: ContinuousClock.Instant, unixNow: Int64,
+        into out: inout [RelayPoolEvent]
+    ) {
+        let url = relays[index].url
+        let message: RelayMessage
+        do {
+            message = try RelayMessage.parse(frame)
+        } catch {
+            drop(index, subscription: nil, error.name, into: &out)
+            return
+        }
+        switch message {
+        case .event(let subscriptionID, let unverified):
+            guard let subscription = subscriptions[subscriptionID] else {
+                drop(index, subscription: subscriptionID, "unknown_subscription", into: &out)
+                return
+            }
+            // Dedup lookup before verification; ids are recorded only after success, so a forged copy
+            // cannot suppress the genuine event (NOSTR-GEO §5.5 steps 3–4).
+            if let claimed = unverified.claimedID, seen.contains(claimed.bytes) {
+                relays[index].stats.duplicates += 1
+                return
+            }
+            let event: NostrEvent
+            do {
+                event = try verifier.verify(unverified, now: now)
+            } catch {
+                drop(index, subscription: subscriptionID, error.name, into: &out)
+                return
+            }
+            guard subscription.filters.contains(where: { Self.matchesIgnoringTime($0, event) }) else {
+                drop(index, subscription: subscriptionID, "filter_mismatch", into: &out)
+                return
+            }
+            seen.insert(event.id.bytes)
+            relays[index].stats.delivered += 1
+            out.append(.event(event, relay: url, subscription: subscriptionID))
+        case .ok(let eventID, let accepted, let reason):
+            if accepted {
+                relays[index].stats.okAccepted += 1
+            } else {
+                relays[index].stats.okRejected[RelayStats.reasonKey(reason), default: 0] += 1
+            }
+            if accepted, eventID == relays[index].authEventID {
+                // Authenticated: replay what the relay closed with auth-required.
+                let waiting = relays[index].awaitingAuth
+                relays[index].awaitingAuth.removeAll()
+                for id in subscriptionOrder where waiting.contains(id) { send(subscription: id, relay: index, unixNow: unixNow) }
+            }
+            out.append(.ok(relay: url, eventID: eventID, accepted: accepted, message: reason))
+        case .endOfStoredEvents(let subscriptionID):
+            eoseAnswered(subscriptionID, relay: url, into: &out)
+        case .closed(let subscriptionID, let reason):
+            relays[index].stats.closed[RelayStats.reasonKey(reason), default: 0] += 1
+            relays[index].activeSubscriptions.remove(subscriptionID)
+            if reason.hasPrefix("auth-required:"), configuration.authKey != nil, subscriptions[subscriptionID] != nil {
+                relays[index].awaitingAuth.insert(subscriptionID)
+            }
+            eoseAnswered(subscriptionID, relay: url, into: &out)
+            out.append(.closed(relay: url, subscription: subscriptionID, message: reason))
+        case .notice(let text):
+            relays[index].stats.notices += 1
+            out.append(.notice(relay: url, message: text))
+        case .auth(let challenge):
+            guard let key = configuration.authKey, let connection = relays[index].connection else {
+                relays[index].stats.authIgnored += 1
+                return
+            }
+            let unsigned = UnsignedEvent(pubkey: key.publicKey, createdAt: unixNow, kind: NostrKind.clientAuthentication,
+                                         tags: [["relay", url], ["challenge", challenge]], content: "")
+            guard let signed = try? unsigned.signed(with: key) else {
+                drop(index, subscription: nil, "auth_signing_failed", into: &out)
+                return
+            }
+            relays[index].authEventID = signed.id.hex
+            relays[index].stats.authAnswered += 1
+            transport.send(connection, text: ClientMessage.auth(signed).text)
+        }
+    }
+
+    /// Kinds, tags, ids and authors; `since`/`until` stay the relay's business (clock skew, replays).
+    static func matchesIgnoringTime(_ filter: NostrFilter, _ event: NostrEvent) -> Bool {
+        var filter = filter
+        filter.since = nil
+        filter.until = nil
+        return filter.matches(event)
+    }
+
+    private mutating func eoseAnswered(_ id: String, relay url: String, into out: inout [RelayPoolEvent]) {
+        guard var subscription = subscriptions[id] else { return }
+        subscription.eoseWaiting.remove(url)
+        if subscription.eoseWaiting.isEmpty, !subscription.eoseReported {
+            subscription.eoseReported = true
+            out.append(.endOfStoredEvents(subscription: id))
+        }
+        subscriptions[id] = subscription
+    }
+
+    private mutating func send(subscription id: String, relay index: Int, unixNow: Int64) {
+        guard let subscription = subscriptions[id], let connection = relays[index].connection else { return }
+        transport.send(connection, text: subscription.request(unixNow: unixNow).text)
+        relays[index].activeSubscriptions.insert(id)
+        if !subscription.eoseReported { subscriptions[id]?.eoseWaiting.insert(relays[index].url) }
+    }
+
+    private mutating func perform(
+        _ actions: [RelayConnectionMachine.Action], relay index: Int, now: ContinuousClock.Instant, unixNow: Int64,
+        reason: String = "", into out: inout [RelayPoolEvent]
+    ) {
+        for action in actions {
+            switch action {
+            case .connect:
+                relays[index].connection = transport.open(relays[index].endpoint)
+            case .abort:
+                if let connection = relays[index].connection { transport.close(connection) }
+                relays[index].connection = nil
+                relays[index].stats.failures["timeout", default: 0] += 1
+            case .connected:
+                relays[index].stats.connects += 1
+                guard let connection = relays[index].connection else { continue }
+                while let text = relays[index].queue.popFirst() {
+                    transport.send(connection, text: text)
+                    relays[index].stats.published += 1
+                }
+                relays[index].activeSubscriptions.removeAll()
+                for id in subscriptionOrder { send(subscription: id, relay: index, unixNow: unixNow) }
+                out.append(.connected(relay: relays[index].url))
+            case .disconnected:
+                relays[index].stats.disconnects += 1
+                relays[index].activeSubscriptions.removeAll()
+                relays[index].authEventID = nil
+                for id in subscriptionOrder { eoseAnswered(id, relay: relays[index].url, into: &out) }
+                out.append(.disconnected(relay: relays[index].url, reason: reason.isEmpty ? "closed" : reason))
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+/// A `ws://` or `wss://` URL split into what libwebsockets needs.
+public struct WebSocketEndpoint: Hashable, Sendable, CustomStringConvertible {
+    public let isTLS: Bool
+    /// Host name (or IP literal) for DNS, the `Host:` header, SNI and the certificate check.
+    public let host: String
+    public let port: Int32
+    /// Path plus query, at least `/`.
+    public let path: String
+
+    /// Parses `ws://host[:port][/path]` or `wss://…`; IPv6 literals in brackets.
+    public init(url: String) throws(WebSocketError) {
+        let lower = url.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("wss://") {
+            isTLS = true
+            rest = url.dropFirst(6)
+        } else if lower.hasPrefix("ws://") {
+            isTLS = false
+            rest = url.dropFirst(5)
+        } else {
+            throw .invalidURL(url)
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        var remainder = String(rest.dropFirst(authority.count))
+        if remainder.isEmpty { remainder = "/" } else if remainder.hasPrefix("?") { remainder = "/" + remainder }
+        path = remainder
+        guard !authority.isEmpty, !authority.contains("@") else { throw .invalidURL(url) }
+        var hostPart = Substring(authority)
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw .invalidURL(url) }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw .invalidURL(url) }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty else { throw .invalidURL(url) }
+        host = hostPart.lowercased()
+        if let portText {
+            guard let value = Int32(portText), (1...65535).contains(value) else { throw .invalidURL(url) }
+            port = value
+        } else {
+            port = isTLS ? 443 : 80
+        }
+    }
+
+    public var description: String {
+        let defaultPort: Int32 = isTLS ? 443 : 80
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        return (isTLS ? "wss://" : "ws://") + hostText + (port == defaultPort ? "" : ":\(port)") + (path == "/" ? "" : path)
+    }
+}
+
+/// Failures of the WebSocket runtime, keeping the C function's name where one failed.
+public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible {
+    case invalidURL(String)
+    case lws(function: String)
+    case thread(function: String, code: Int32)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url): "not a ws:// or wss:// URL: \(url)"
+        case .lws(let function): "libwebsockets \(function) failed"
+        case .thread(let function, let code): "\(function) failed with \(code)"
+        }
+    }
+}
+
+/// Identifies one connection attempt (a reconnect is a new connection).
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let raw: Int
+    /// Public so test transports can mint ids; the runtime numbers its connections from 1.
+    public init(raw: Int) { self.raw = raw }
+    public var description: String { "ws#\(raw)" }
+}
+
+/// Why a connection ended or never came up.
+public enum WebSocketFailure: Equatable, Sendable, CustomStringConvertible {
+    /// The name did not resolve (getaddrinfo error text).
+    case dns(String)
+    /// TCP, TLS or handshake failure; `detail` is lws's string plus the last lws log error (where TLS
+    /// reasons such as "hostname mismatch" appear).
+    case connect(String)
+    /// Closed after being open; code from the peer's close frame when there was one.
+    case closed(code: Int?)
+    /// We closed it (shutdown, timeout or ``WebSocketRuntime/close(_:)``).
+    case closedLocally
+
+    public var description: String {
+        switch self {
+        case .dns(let detail): "DNS: \(detail)"
+        case .connect(let detail): "connect: \(detail)"
+        case .closed(let code): code.map { "closed by peer (\($0))" } ?? "connection closed"
+        case .closedLocally: "closed locally"
+        }
+    }
+}
+
+/// What the runtime reports, on its loop thread.
+public enum WebSocketEvent: Sendable {
+    case opened(ConnectionID)
+    /// One complete text message (reassembled from fragments).
+    case text(ConnectionID, [UInt8])
+    /// A message larger than the configured limit was discarded while reassembling (counted, not parsed).
+    case oversizedMessage(ConnectionID, bytes: Int)
+    /// The connection is gone; no more events for this id.
+    case ended(ConnectionID, WebSocketFailure)
+}

@@ -1,0 +1,117 @@
+import BotSupport
+import BridgeTestSupport
+import Foundation
+import Testing
+
+/// Runs the built `bitchat-bridge` binary as an operator would.
+struct CLIResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+func runBridge(_ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil) async throws
+    -> CLIResult
+{
+    let child = try ChildProcess(TestEnvironment.bridgeExecutable, arguments, environment: environment,
+                                 workingDirectory: workingDirectory)
+    let status = try await child.waitForExit(timeout: .seconds(60))
+    // Let the pipe handlers drain the last bytes.
+    try await Task.sleep(for: .milliseconds(50))
+    return CLIResult(status: status, stdout: child.stdoutLines.joined(separator: "\n"),
+                     stderr: child.stderrLines.joined(separator: "\n"))
+}
+
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+@Suite("bitchat-bridge command line")
+struct CommandLineTests {
+    @Test("--version and --help exit 0")
+    func versionAndHelp() async throws {
+        let version = try await runBridge(["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.hasPrefix("bitchat-bridge "))
+        let help = try await runBridge(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("keys"))
+        let keysHelp = try await runBridge(["keys", "--help"])
+        #expect(keysHelp.status == 0 && keysHelp.stdout.contains("--data-dir"))
+    }
+
+    @Test("usage errors exit 64 and name the bad argument")
+    func usageErrors() async throws {
+        let cases: [([String], String)] = [
+            (["frobnicate"], "frobnicate"), (["keys", "--bogus"], "--bogus"), (["keys", "--geohash", "U4PRUY"], "U4PRUY"),
+            (["geohash", "encode", "91", "0"], "91"), (["geohash", "encode", "1", "2", "13"], "13"),
+            (["relays", "u4pruy", "--count", "0"], "--count"), (["keys", "--data-dir"], "--data-dir"), ([], "command"),
+        ]
+        for (arguments, named) in cases {
+            let result = try await runBridge(arguments)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(result.stderr.contains(named), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("keys: same identity twice, key file 0600, corrupt file → exit 1 and the file is untouched")
+    func keys() async throws {
+        let data = TestEnvironment.temporaryDirectory("cli-keys") + "/data"
+        let first = try await runBridge(["keys", "--data-dir", data, "--geohash", "u4pruy", "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try await runBridge(["keys", "--json"], environment: ["BRIDGE_DATA_DIR": data])
+        let a = try JSONParser().parse(first.stdout)
+        let b = try JSONParser().parse(second.stdout)
+        #expect(a["created"] == .bool(true) && b["created"] == .bool(false))
+        #expect(a["peer_id"] == b["peer_id"] && a["fingerprint"] == b["fingerprint"])
+        #expect(a["nostr"]?["channel"]?["npub"]?.stringValue?.hasPrefix("npub1") == true)
+        #expect(a["nostr"]?["rendezvous"]?["label"] == .string("bridge|u4pruy"))
+        #expect(try FileIO.permissions(data + "/keys.json") == 0o600)
+        // No secret appears in the output.
+        let file = try JSONParser().parse(try FileIO.read(data + "/keys.json"))
+        for field in ["nostr_seed", "noise_static_private", "ed25519_seed"] {
+            let secret = try #require(file[field]?.stringValue)
+            #expect(!first.stdout.contains(secret) && !first.stderr.contains(secret))
+        }
+
+        try FileIO.writeAtomically(Array("{broken".utf8), to: data + "/keys.json", mode: 0o600)
+        let broken = try await runBridge(["keys", "--data-dir", data])
+        #expect(broken.status == 1)
+        #expect(broken.stderr.contains("corrupt"))
+        #expect(try FileIO.read(data + "/keys.json") == Array("{broken".utf8))
+    }
+
+    @Test("relays u4pruy matches NOSTR-GEO §13.3 (text and JSON)")
+    func relays() async throws {
+        let text = try await runBridge(["relays", "u4pruy"], workingDirectory: repositoryRoot)
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").map(String.init) }
+        #expect(lines.map { $0[0] } == ["wss://aeon.libretechsystems.xyz", "wss://weboftrust.libretechsystems.xyz",
+                                        "wss://nostr.nodesmap.com", "wss://relay.endfiat.money", "wss://relay.fckstate.net"])
+        #expect(lines.map { $0[1] } == ["242.7", "244.1", "482.4", "482.4", "482.4"])
+        let json = try await runBridge(["relays", "u4pruy", "--json", "--directory", repositoryRoot + "/relays.json"])
+        let value = try JSONParser().parse(json.stdout)
+        #expect(value["relays"]?.arrayValue?.first?["url"] == .string("wss://aeon.libretechsystems.xyz"))
+        #expect(value["relays"]?.arrayValue?.first?["distance_km"] == .double(242.7))
+    }
+
+    @Test("relays import rejects a bad CSV naming the line, and writes nothing")
+    func relaysImport() async throws {
+        let directory = TestEnvironment.temporaryDirectory("cli-import")
+        try FileIO.writeAtomically(Array("Relay URL,Latitude,Longitude\ngood.example,1,2\nlocalhost,1,2\n".utf8),
+                                   to: directory + "/bad.csv", mode: 0o644)
+        let result = try await runBridge(["relays", "import", directory + "/bad.csv", "--output", directory + "/out.json"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 3"))
+        #expect(!FileIO.exists(directory + "/out.json"))
+    }
+
+    @Test("geohash encode / decode / neighbors print JSON")
+    func geohash() async throws {
+        let encoded = try JSONParser().parse(try await runBridge(["geohash", "encode", "40.6892", "-74.0445", "8"]).stdout)
+        #expect(encoded["geohash"] == .string("dr5r7p4r"))
+        let decoded = try JSONParser().parse(try await runBridge(["geohash", "decode", "u4pruy"]).stdout)
+        #expect(decoded["center"]?["lat"] == .double(57.64801025390625))
+        let neighbors = try JSONParser().parse(try await runBridge(["geohash", "neighbors", "upbpbpbp"]).stdout)
+        #expect(neighbors["neighbors"]?.arrayValue?.count == 5)
+    }
+}

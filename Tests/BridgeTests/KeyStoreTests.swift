@@ -1,0 +1,84 @@
+import BotCrypto
+import BotSupport
+import Bridge
+import Foundation
+import Testing
+
+@Suite("Key store")
+struct KeyStoreTests {
+    let directory = NSTemporaryDirectory() + "keys-\(UUID().uuidString)/data"
+
+    @Test("first use creates 0700/0600 files; later loads return the same identity")
+    func createThenLoad() throws {
+        let store = KeyStore(dataDirectory: directory)
+        let (created, wasCreated) = try store.loadOrCreate()
+        #expect(wasCreated)
+        #expect(try FileIO.permissions(directory) == 0o700)
+        #expect(try FileIO.permissions(store.path) == 0o600)
+        let (loaded, secondCreated) = try store.loadOrCreate()
+        #expect(!secondCreated)
+        #expect(loaded.peerID == created.peerID)
+        #expect(loaded.nostrSeed == created.nostrSeed)
+        #expect(loaded.signingKey.publicKey == created.signingKey.publicKey)
+        #expect(try loaded.channelKey(geohash: "u4pruy").publicKey == created.channelKey(geohash: "u4pruy").publicKey)
+    }
+
+    @Test("peer ID is the first 8 bytes of SHA-256(Noise public key); fingerprint is all 32")
+    func identity() throws {
+        let keys = try BridgeKeys(
+            nostrSeed: [UInt8](repeating: 1, count: 32),
+            noiseKey: X25519PrivateKey(rawRepresentation: [UInt8](repeating: 2, count: 32)),
+            signingKey: Ed25519PrivateKey(seed: [UInt8](repeating: 3, count: 32))
+        )
+        let digest = SHA256.hash(keys.noiseKey.publicKey)
+        #expect(keys.fingerprint == digest)
+        #expect(keys.peerID == Array(digest.prefix(8)))
+    }
+
+    @Test(
+        "a corrupt key file is an error, never a silent new identity",
+        arguments: [
+            "not json", "{}", #"{"format":2}"#, "",
+            #"{"format":1,"nostr_seed":"00","noise_static_private":"00","noise_static_public":"00","ed25519_seed":"00","ed25519_public":"00"}"#,
+        ])
+    func corrupt(content: String) throws {
+        let store = KeyStore(dataDirectory: directory)
+        try FileIO.makeDirectory(directory)
+        try FileIO.writeAtomically(Array(content.utf8), to: store.path, mode: 0o600)
+        #expect(throws: KeyStoreError.self) { try store.loadOrCreate() }
+        #expect(try FileIO.read(store.path) == Array(content.utf8))
+    }
+
+    @Test("one flipped hex digit in a secret is detected by the stored public check value")
+    func flippedSecret() throws {
+        let store = KeyStore(dataDirectory: directory)
+        _ = try store.loadOrCreate()
+        var text = String(decoding: try FileIO.read(store.path), as: UTF8.self)
+        for field in ["ed25519_seed", "noise_static_private"] {
+            let original = text
+            let range = text.range(of: "\"\(field)\": \"")!
+            let digit = text[range.upperBound]
+            text.replaceSubrange(range.upperBound...range.upperBound, with: digit == "0" ? "1" : "0")
+            try FileIO.writeAtomically(Array(text.utf8), to: store.path, mode: 0o600)
+            #expect(throws: KeyStoreError.self) { try store.load() }
+            text = original
+        }
+    }
+
+    @Test("a key file readable by others is refused with a chmod hint")
+    func tooOpen() throws {
+        let store = KeyStore(dataDirectory: directory)
+        _ = try store.loadOrCreate()
+        chmod(store.path, 0o644)
+        #expect(throws: KeyStoreError.tooOpen(path: store.path, mode: 0o644)) { try store.load() }
+        #expect(KeyStoreError.tooOpen(path: store.path, mode: 0o644).description.contains("chmod 600"))
+    }
+
+    @Test("key material never prints its secrets")
+    func redaction() throws {
+        let keys = BridgeKeys.generate()
+        let text = "\(keys.signingKey) \(keys.noiseKey) \(String(reflecting: keys.signingKey))"
+        #expect(!text.contains(Hex.encode(keys.signingKey.seed)))
+        #expect(!text.contains(Hex.encode(keys.noiseKey.rawRepresentation)))
+    }
+}

@@ -1,0 +1,158 @@
+import BotCrypto
+import Foundation
+import Nostr
+import Synchronization
+import Testing
+import WebSocketRuntime
+
+@testable import NostrRelay
+
+/// Records what the pool asks of the socket layer.
+final class FakeTransport: RelayTransport {
+    struct State {
+        var next = 100
+        var opened: [(ConnectionID, WebSocketEndpoint)] = []
+        var sent: [(ConnectionID, String)] = []
+        var closed: [ConnectionID] = []
+    }
+    let state = Mutex(State())
+    func open(_ endpoint: WebSocketEndpoint) -> ConnectionID {
+        state.withLock {
+            $0.next += 1
+            let id = ConnectionID(raw: $0.next)
+            $0.opened.append((id, endpoint))
+            return id
+        }
+    }
+    func send(_ connection: ConnectionID, text: String) { state.withLock { $0.sent.append((connection, text)) } }
+    func close(_ connection: ConnectionID) { state.withLock { $0.closed.append(connection) } }
+    var lastOpened: ConnectionID? { state.withLock { $0.opened.last?.0 } }
+    func sent(to id: ConnectionID) -> [String] { state.withLock { $0.sent.filter { $0.0 == id }.map(\.1) } }
+}
+
+@Suite("Relay pool core (fake transport)")
+struct RelayPoolCoreTests {
+    static let key = try! SchnorrSecretKey(bytes: [UInt8](repeating: 3, count: 32))
+    let t0 = ContinuousClock.now
+
+    static func event(_ i: Int, geohash: String = "u4pruy") -> NostrEvent {
+        try! UnsignedEvent(pubkey: key.publicKey, createdAt: 1_700_000_000 + Int64(i), kind: 20000,
+                           tags: [["g", geohash]], content: "m\(i)").signed(with: key, auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
+    }
+
+    func makeCore(_ transport: FakeTransport, urls: [String] = ["ws://127.0.0.1:1"]) throws -> RelayPoolCore {
+        try RelayPoolCore(relayURLs: urls, configuration: .init(jitterUnit: { 0 }), transport: transport)
+    }
+
+    @Test func queuesWhileDisconnectedBoundedAndFlushesOnConnect() throws {
+        let transport = FakeTransport()
+        var core = try makeCore(transport)
+        _ = core.start(now: t0)
+        let id = try #require(transport.lastOpened)
+        for i in 0..<(RelayPoolCore.Limits.maxQueuedEvents + 1) { core.publish(Self.event(i)) }
+        #expect(core.stats("ws://127.0.0.1:1")?.queueDropped == 1)
+        _ = core.handle(.opened(id), now: t0, unixNow: 1_700_000_000)
+        let sent = transport.sent(to: id)
+        #expect(sent.count == RelayPoolCore.Limits.maxQueuedEvents)
+        #expect(sent.first == ClientMessage.event(Self.event(1)).text)  // the oldest (0) was dropped
+        #expect(sent.last == ClientMessage.event(Self.event(200)).text)
+    }
+
+    @Test func subscriptionsReplayWithFreshSinceAndCloseOnUnsubscribe() throws {
+        let transport = FakeTransport()
+        var core = try makeCore(transport)
+        _ = core.start(now: t0)
+        let first = try #require(transport.lastOpened)
+        let filter = NostrFilter(kinds: [20000], tags: ["g": ["u4pruy"]], limit: 200)
+        let subscribed = core.subscribe(id: "geo-u4pruy", filters: [filter], lookback: 3600, unixNow: 1_700_000_000)
+        #expect(subscribed)
+        _ = core.handle(.opened(first), now: t0, unixNow: 1_700_000_000)
+        #expect(transport.sent(to: first) == [##"["REQ","geo-u4pruy",{"#g":["u4pruy"],"kinds":[20000],"limit":200,"since":1699996400}]"##])
+        let eose = core.handle(.text(first, Array(#"["EOSE","geo-u4pruy"]"#.utf8)), now: t0, unixNow: 1_700_000_000)
+        #expect(eose == [.endOfStoredEvents(subscription: "geo-u4pruy")])
+        // Lost; reconnect after backoff; replay with a fresh since.
+        let lost = core.handle(.ended(first, .closed(code: 1001)), now: t0, unixNow: 1_700_000_100)
+        #expect(lost.contains(.disconnected(relay: "ws://127.0.0.1:1", reason: "closed by peer (1001)")))
+        _ = core.tick(now: t0 + .seconds(1), unixNow: 1_700_000_500)
+        let second = try #require(transport.lastOpened)
+        #expect(second != first)
+        _ = core.handle(.opened(second), now: t0 + .seconds(1), unixNow: 1_700_000_500)
+        #expect(transport.sent(to: second) == [##"["REQ","geo-u4pruy",{"#g":["u4pruy"],"kinds":[20000],"limit":200,"since":1699996900}]"##])
+        core.unsubscribe(id: "geo-u4pruy")
+        #expect(transport.sent(to: second).last == #"["CLOSE","geo-u4pruy"]"#)
+    }
+
+    @Test func crossRelayDedupAndForgedCopiesCannotSuppressTheGenuineEvent() throws {
+        let transport = FakeTransport()
+        var core = try makeCore(transport, urls: ["ws://127.0.0.1:1", "ws://127.0.0.1:2"])
+        _ = core.start(now: t0)
+        let ids = transport.state.withLock { $0.opened.map(\.0) }
+        _ = core.subscribe(id: "s", filters: [NostrFilter(kinds: [20000], tags: ["g": ["u4pruy"]])], lookback: nil, unixNow: 0)
+        for id in ids { _ = core.handle(.opened(id), now: t0, unixNow: 0) }
+        let genuine = Self.event(1)
+        // A copy with the right id but a signature from another event arrives first.
+        let forgedJSON = genuine.json.replacingSignature(with: Self.event(2).signature.hex)
+        let forged = core.handle(.text(ids[0], Array(#"["EVENT","s",\#(forgedJSON)]"#.utf8)), now: t0, unixNow: 0)
+        #expect(forged == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: "bad_signature")])
+        let frame = Array(#"["EVENT","s",\#(genuine.json)]"#.utf8)
+        do { let r = core.handle(.text(ids[1], frame), now: t0, unixNow: 0); #expect(r == [.event(genuine, relay: "ws://127.0.0.1:2", subscription: "s")]) }
+        do { let r = core.handle(.text(ids[0], frame), now: t0, unixNow: 0); #expect(r == []) }
+        #expect(core.stats("ws://127.0.0.1:1")?.duplicates == 1)
+        // A relay injecting another channel's event is caught by the client-side filter check.
+        let foreign = Array(#"["EVENT","s",\#(Self.event(3, geohash: "9q8yy").json)]"#.utf8)
+        do { let r = core.handle(.text(ids[0], foreign), now: t0, unixNow: 0); #expect(r == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: "filter_mismatch")]) }
+    }
+
+    @Test func okClosedNoticeAndMalformedFramesAreCountedPerRelay() throws {
+        let transport = FakeTransport()
+        var core = try makeCore(transport)
+        _ = core.start(now: t0)
+        let id = try #require(transport.lastOpened)
+        _ = core.handle(.opened(id), now: t0, unixNow: 0)
+        for frame in [#"["OK","aa",false,"blocked: spam"]"#, #"["OK","bb",true,""]"#, #"["CLOSED","x","rate-limited: slow"]"#,
+                      #"["NOTICE","hi"]"#, #"["EVENT","s",{"#, #"["AUTH","c"]"#] {
+            _ = core.handle(.text(id, Array(frame.utf8)), now: t0, unixNow: 0)
+        }
+        _ = core.handle(.oversizedMessage(id, bytes: 1 << 20), now: t0, unixNow: 0)
+        let stats = try #require(core.stats("ws://127.0.0.1:1"))
+        #expect(stats.okRejected == ["blocked": 1])
+        #expect(stats.okAccepted == 1)
+        #expect(stats.closed == ["rate-limited": 1])
+        #expect(stats.notices == 1)
+        #expect(stats.authIgnored == 1)
+        #expect(stats.drops == ["invalid_json": 1, "frame_too_large": 1])
+    }
+
+    @Test func nip42AuthAnsweredWhenEnabledAndClosedSubscriptionReplayed() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"],
+                                     configuration: .init(authKey: Self.key, jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let id = try #require(transport.lastOpened)
+        _ = core.subscribe(id: "s", filters: [NostrFilter(kinds: [20000])], lookback: nil, unixNow: 5)
+        _ = core.handle(.opened(id), now: t0, unixNow: 5)
+        _ = core.handle(.text(id, Array(#"["CLOSED","s","auth-required: please"]"#.utf8)), now: t0, unixNow: 5)
+        _ = core.handle(.text(id, Array(#"["AUTH","chal-1"]"#.utf8)), now: t0, unixNow: 5)
+        let authText = try #require(transport.sent(to: id).last)
+        #expect(authText.hasPrefix(#"["AUTH",{"#))
+        guard case .array(let parts) = try JSONParserShim.parse(authText), parts.count == 2 else { Issue.record("bad AUTH"); return }
+        let auth = try UnverifiedEvent(json: parts[1]).verified()
+        #expect(auth.kind == 22242)
+        #expect(auth.tags == [["relay", "ws://127.0.0.1:1"], ["challenge", "chal-1"]])
+        _ = core.handle(.text(id, Array(#"["OK","\#(auth.id.hex)",true,""]"#.utf8)), now: t0, unixNow: 5)
+        #expect(transport.sent(to: id).last == #"["REQ","s",{"kinds":[20000]}]"#)
+    }
+}
+
+import BotSupport
+
+enum JSONParserShim {
+    static func parse(_ text: String) throws -> JSONValue { try JSONParser().parse(text) }
+}
+
+extension String {
+    func replacingSignature(with sig: String) -> String {
+        guard let range = self.range(of: #""sig":""#) else { return self }
+        return String(self[..<range.upperBound]) + sig + "\"}"
+    }
+}
