@@ -305,7 +305,7 @@ public struct MeshPeerEngine {
             count("drop.duplicate")
             return
         }
-        count("rx.\(packet.type)")
+        count(packet.type.name.map { "rx.\($0)" } ?? "rx.unknownType")
 
         let addressedToUs = packet.recipient == identity.peerID
         var relay = !reassembled && !addressedToUs && packet.type != .requestSync
