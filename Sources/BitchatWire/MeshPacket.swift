@@ -97,6 +97,11 @@ public struct MeshPacket: Sendable, Equatable {
         self.receivedCompressedBody = nil
     }
 
+    /// A wall-clock time in seconds as the packet's ms timestamp, truncated as iOS does (`UInt64(s × 1000)`).
+    public static func timestampMs(fromSeconds seconds: Double) -> UInt64 {
+        seconds <= 0 ? 0 : UInt64(seconds * 1_000)
+    }
+
     /// True when there is no recipient or the recipient is `FF×8`.
     public var isBroadcast: Bool { recipient.map(\.isBroadcast) ?? true }
 

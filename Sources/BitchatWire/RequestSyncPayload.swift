@@ -15,6 +15,8 @@ public struct RequestSyncPayload: Sendable, Equatable {
         public static let maxFragmentFilterLength = 1024
         /// At most this many fragment IDs are kept from the filter.
         public static let maxFragmentIDs = 60
+        /// Sync-type bits 0…10 are defined (announce … groupMessage); unknown bits are dropped on decode.
+        public static let knownTypeBits: UInt64 = 0x7FF
     }
 
     public var p: UInt8
@@ -86,7 +88,7 @@ public struct RequestSyncPayload: Sendable, Equatable {
                 data = value
             case 0x04:
                 guard (1...8).contains(value.count) else { throw .invalidLength(field: .syncTypes, length: value.count) }
-                types = PeerCapabilities(encoded: value).rawValue
+                types = PeerCapabilities(encoded: value).rawValue & Limits.knownTypeBits
             case 0x05:
                 guard value.count == 8 else { throw .invalidLength(field: .syncSince, length: value.count) }
                 since = value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

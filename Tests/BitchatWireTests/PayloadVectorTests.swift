@@ -104,6 +104,30 @@ struct CarrierSyncIdentityVectorTests {
         #expect(try NostrCarrierPayload(direction: .toBridge, geohash: "u4", eventJSON: repeated(0x41, 16_384)).encode().count > 16_384)
     }
 
+    @Test("Sync type flags: 03, 03 04, 00 01; 00 f8 → none; 00 f9 → board; 03 f8 → announce+message")
+    func syncTypeFlags() throws {
+        let base = bytes("01 0001 13 02 0004 01020304 03 0002 aabb")
+        func types(_ hex: String) throws -> UInt64? {
+            let value = bytes(hex)
+            return try RequestSyncPayload.decode(base + [0x04, 0x00, UInt8(value.count)] + value).types
+        }
+        #expect(try types("00 f8") == 0)
+        #expect(try types("00 f9") == 0x100)
+        #expect(try types("03 f8") == 0x03)
+        func encodedTypes(_ raw: UInt64) -> [UInt8] {
+            Array(RequestSyncPayload(p: 1, m: 1, data: [], types: raw).encode().suffix(raw > 0xFF ? 2 : 1))
+        }
+        #expect(encodedTypes(0x03) == bytes("03"))
+        #expect(encodedTypes(0x403) == bytes("03 04"))
+        #expect(encodedTypes(0x100) == bytes("00 01"))
+        #expect(encodedTypes(RequestSyncPayload.Limits.knownTypeBits) == bytes("ff 07"))
+    }
+
+    @Test("BridgeWireFormatTests: ms truncation of 1000.9996 s is 1 000 999")
+    func timestampTruncation() {
+        #expect(MeshPacket.timestampMs(fromSeconds: 1000.9996) == 1_000_999)
+    }
+
     @Test func syncVectors() throws {
         let base = bytes("01 0001 13 02 0004 01020304 03 0002 aabb")
         #expect(try RequestSyncPayload.decode(base + bytes("04 0001 03")).types == 0x03)

@@ -250,3 +250,44 @@ extension Phone {
         self.init(noise: other.noise, signing: .generate())
     }
 }
+
+@Suite("iOS FragmentationTests (§12.1) through the engine")
+struct EngineFragmentationTests {
+    func fragments(of text: String, phone: Phone, mtu: Int) throws -> [[UInt8]] {
+        let packet = try MeshPacket(type: .message, timestamp: start, sender: phone.id, payload: Array(text.utf8)).signed(with: phone.signing)
+        let engine = MeshPeerEngine(identity: makeIdentity("cutter"))
+        return try #require(engine.fragmentFrames(of: packet, frame: try packet.encode(compression: .none), mtu: mtu))
+    }
+
+    @Test func signed3000ByteMessageInReverseOrderWithADuplicateYieldsOneMessage() throws {
+        var h = EngineHarness()
+        let phone = Phone()
+        _ = h.feed(try phone.announce(at: h.now))
+        var random = SeededRandom(seed: 8)
+        let text = String((0..<3000).map { _ in Character(Unicode.Scalar(UInt8(33 + random.next() % 94))) })
+        let frames = try fragments(of: text, phone: phone, mtu: 400)
+        #expect(frames.count > 7)
+        var delivered: [MeshPublicMessage] = []
+        for frame in frames.reversed() + [frames[0]] {
+            for case .publicMessage(let message) in h.feed(frame) { delivered.append(message) }
+        }
+        #expect(delivered.count == 1)
+        #expect(delivered.first?.text.count == 3000)
+    }
+
+    @Test func aFragmentWithOnlyThreePayloadBytesBlocksDelivery() throws {
+        var h = EngineHarness()
+        let phone = Phone()
+        _ = h.feed(try phone.announce(at: h.now))
+        var frames = try fragments(of: String(repeating: "x", count: 120) + "yz", phone: phone, mtu: 120)
+        var broken = try MeshPacket.decode(frames[1])
+        broken.payload = [0x00, 0x01, 0x02]
+        frames[1] = try broken.encode()
+        var delivered = 0
+        for frame in frames {
+            for case .publicMessage in h.feed(frame) { delivered += 1 }
+        }
+        #expect(delivered == 0)
+        #expect(h.engine.counters["fragment.truncated.fragmentHeader"] == 1)
+    }
+}
