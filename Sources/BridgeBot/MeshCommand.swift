@@ -154,28 +154,28 @@ enum MeshCommand {
     }
 
     private static func sayInGroup(node: MeshNode, transport: RadioClientTransport, setup: Setup, text: String) async throws {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await node.run() }
-                // Links come up on the node's first event; the engine announces on each new link at once.
-                var waited = 0
-                while await node.linkCount < setup.endpoints.count {
-                    guard waited < 5_000 else {
-                        transport.close()
-                        throw CommandExit.failure("links did not come up within 5 s")
-                    }
-                    try? await Task.sleep(for: .milliseconds(5))
-                    waited += 5
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await node.run() }
+            // Links come up on the node's first event; the engine announces on each new link at once.
+            var waited = 0
+            while await node.linkCount < setup.endpoints.count {
+                guard waited < 5_000 else {
+                    transport.close()
+                    throw CommandExit.failure("links did not come up within 5 s")
                 }
-                let timestamp = await node.submit(.sendPublicMessage(text))
-                emitLine(.object([
-                    ("event", .string("sent")), ("peerID", .string(setup.identity.peerID.hex)),
-                    ("timestamp", .integer(Int64(timestamp))),
-                    ("stableID", .string(MeshMessageIdentity.stableID(senderHex: setup.identity.peerID.hex, timestampMs: timestamp, content: text))),
-                ]))
-                // close() flushes everything queued (announce, message, any fragments) before disconnecting.
-                transport.close()
-                try await group.waitForAll()
+                try? await Task.sleep(for: .milliseconds(5))
+                waited += 5
             }
+            let timestamp = await node.submit(.sendPublicMessage(text))
+            emitLine(.object([
+                ("event", .string("sent")), ("peerID", .string(setup.identity.peerID.hex)),
+                ("timestamp", .integer(Int64(timestamp))),
+                ("stableID", .string(MeshMessageIdentity.stableID(senderHex: setup.identity.peerID.hex, timestampMs: timestamp, content: text))),
+            ]))
+            // close() flushes everything queued (announce, message, any fragments) before disconnecting.
+            transport.close()
+            try await group.waitForAll()
+        }
     }
 
     static func line(for action: MeshAction) -> JSONValue {

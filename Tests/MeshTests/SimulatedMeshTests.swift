@@ -104,3 +104,46 @@ struct SimulatedMeshTests {
         #expect(mesh.framesLost > 0)
     }
 }
+
+@Suite("MeshNode over the in-process air")
+struct InProcessAirTests {
+    @Test(.timeLimit(.minutes(1)))
+    func threeNodesOnOneSegment() async throws {
+        let air = InProcessAir(mtu: 185)
+        let clock: @Sendable () -> UInt64 = { start }
+        let nodes = (0..<3).map { index in
+            MeshNode(engine: MeshPeerEngine(identity: makeIdentity("n\(index)")), transport: air.join(), wallClock: clock, seed: UInt64(index))
+        }
+        let text = String(repeating: "a fragmented hello ", count: 40)
+        let received = await withTaskGroup(of: [String].self) { group in
+            for node in nodes { group.addTask { await node.run(); return [] } }
+            for listener in nodes.dropFirst() {
+                group.addTask {
+                    for await action in listener.actions {
+                        if case .publicMessage(let message) = action { return [message.text] }
+                    }
+                    return []
+                }
+            }
+            group.addTask {
+                // Wait until the speaker knows both listeners (so both know the speaker, via announce-back).
+                for await action in nodes[0].actions {
+                    if case .peerVerified = action, await nodes[0].peers.count == 2 { break }
+                }
+                await nodes[0].submit(.sendPublicMessage(text))
+                return []
+            }
+            var all: [String] = []
+            var finishedListeners = 0
+            for await messages in group where !messages.isEmpty {
+                all += messages
+                finishedListeners += 1
+                if finishedListeners == 2 { break }
+            }
+            group.cancelAll()
+            return all
+        }
+        #expect(received == [text, text])
+        #expect(air.stats.droppedOverMTU == 0)
+    }
+}
