@@ -116,3 +116,63 @@ public struct RequestSyncPayload: Sendable, Equatable {
         return ids
     }
 }
+
+/// Golomb-Coded Set of REQUEST_SYNC (MESH-WIRE §8.2): sorted mapped values in [1, M), as deltas written as
+/// q = (x − 1) >> P one-bits, a zero bit, then the low P bits of x − 1, MSB first.
+public enum GCSFilter {
+    /// The values in `data`; empty when P ∉ 1…32 or M ≤ 1 (iOS: "holds nothing"). Stops at the end of the
+    /// data or when the running value reaches M. Bounded by the data size (≤ 1 024 bytes in a request).
+    public static func decode(p: Int, m: UInt64, data: [UInt8]) -> [UInt64] {
+        guard (1...32).contains(p), m > 1 else { return [] }
+        var bit = 0
+        let totalBits = data.count * 8
+        func next() -> Int? {
+            guard bit < totalBits else { return nil }
+            defer { bit += 1 }
+            return Int(data[bit >> 3] >> (7 - UInt8(bit & 7)) & 1)
+        }
+        var values: [UInt64] = []
+        var running: UInt64 = 0
+        while true {
+            var q: UInt64 = 0
+            var sawZero = false
+            while let b = next() {
+                if b == 0 {
+                    sawZero = true
+                    break
+                }
+                q += 1
+            }
+            guard sawZero, bit + p <= totalBits else { break }
+            var r: UInt64 = 0
+            for _ in 0..<p { r = r << 1 | UInt64(next() ?? 0) }
+            let (shifted, overflow) = q.multipliedReportingOverflow(by: 1 << UInt64(p))
+            guard !overflow else { break }
+            let (sum, overflow2) = running.addingReportingOverflow(shifted | r &+ 1)
+            guard !overflow2, sum < m else { break }
+            running = sum
+            values.append(running)
+        }
+        return values
+    }
+
+    /// Encodes sorted, distinct values in [1, M) (the inverse of ``decode(p:m:data:)``).
+    public static func encode(p: Int, values: [UInt64]) -> [UInt8] {
+        var out: [UInt8] = []
+        var bitCount = 0
+        func put(_ b: Int) {
+            if bitCount % 8 == 0 { out.append(0) }
+            if b != 0 { out[out.count - 1] |= 0x80 >> UInt8(bitCount % 8) }
+            bitCount += 1
+        }
+        var previous: UInt64 = 0
+        for value in values.sorted() where value > previous {
+            let x = value - previous - 1
+            for _ in 0..<(x >> UInt64(p)) { put(1) }
+            put(0)
+            for i in (0..<p).reversed() { put(Int(x >> UInt64(i) & 1)) }
+            previous = value
+        }
+        return out
+    }
+}
