@@ -76,7 +76,13 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
                 throw error
             }
         }
-        let transport = try RadioClientTransport(sockets: sockets)
+        let transport: RadioClientTransport
+        do {
+            transport = try RadioClientTransport(sockets: sockets)
+        } catch {
+            for socket in sockets { Glibc.close(socket.1) }
+            throw error
+        }
         transport.startThread()
         return transport
     }
@@ -101,6 +107,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func poke() {
+        guard !finished.load(ordering: .sequentiallyConsistent) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
     }
@@ -180,10 +187,15 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
             Glibc.close(socket.fd)
             emit(.linkDown(socket.link))
         }
-        Glibc.close(wake.read)
-        Glibc.close(wake.write)
         finished.store(true, ordering: .sequentiallyConsistent)
         continuation.finish()
+    }
+
+    // The wake pipe lives as long as the object: send()/close() may still poke it after the loop ended, and a
+    // closed descriptor number could by then belong to another file.
+    deinit {
+        Glibc.close(wake.read)
+        Glibc.close(wake.write)
     }
 
     private static func monotonicMs() -> Int {
