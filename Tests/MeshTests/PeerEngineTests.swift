@@ -233,6 +233,18 @@ struct BoundedStateTests {
         #expect(mismatch == .rejected("fragment.mismatch"))
     }
 
+    @Test func reassemblyByteCapBoundary() {
+        var r = Reassembler()
+        let cap = Reassembler.Limits.maxBytesPerSet
+        let sender = MeshPeerID(rawValue: 1)
+        let atCap = r.add(FragmentPayload(fragmentID: 1, index: 0, total: 2, originalType: .message, chunk: repeated(cap)), from: sender, now: 0)
+        #expect(atCap == .incomplete, "n = 1 MiB of chunk bytes is kept")
+        let overCap = r.add(FragmentPayload(fragmentID: 2, index: 0, total: 2, originalType: .message, chunk: repeated(cap + 1)), from: sender, now: 0)
+        #expect(overCap == .rejected("fragment.setTooLarge"), "n + 1 drops the set")
+    }
+
+    func repeated(_ count: Int) -> [UInt8] { [UInt8](repeating: 7, count: count) }
+
     @Test func reassemblySetCap() {
         var r = Reassembler()
         for id in 0..<Reassembler.Limits.maxAssemblies {
