@@ -22,12 +22,17 @@ let package = Package(
         .target(name: "BotSupport"),
         .target(name: "BotCrypto", dependencies: ["BotSupport", "CSecp256k1", "COpenSSL"]),
         .target(name: "BotStorage", dependencies: ["CSQLite"]),
+        .target(name: "BotCompression", dependencies: ["CZlib"]),
 
         // Domain cores: pure, tested without I/O.
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
         .target(name: "IdentityCache", dependencies: ["BotCrypto", "BotStorage", "BotSupport"]),
+        .target(name: "BitchatWire", dependencies: ["BotCrypto", "BotSupport", "BotCompression"]),
+        .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
+        // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
+        .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
 
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
@@ -39,7 +44,7 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio",
             ]
         ),
 
@@ -60,6 +65,16 @@ let package = Package(
             name: "NostrRelayTests",
             dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "BitchatWireTests",
+            dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "BotCompression", "BridgeTestSupport"]
+        ),
+        .testTarget(
+            name: "MeshTests",
+            dependencies: ["Mesh", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"],
+            // The bitchat-cli driver is run from its source path (#filePath), not bundled.
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).

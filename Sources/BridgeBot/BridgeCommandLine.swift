@@ -15,6 +15,9 @@ enum BridgeCommandLine {
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
         ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", NostrCommand.run),
         ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).", IdentitiesCommand.run),
+        ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
+        ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines) or say one signed public message.", MeshCommand.run),
+        ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 

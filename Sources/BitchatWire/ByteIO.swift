@@ -1,0 +1,58 @@
+/// A bounds-checked cursor over untrusted bytes. Every read throws ``WireError/truncated(field:needed:available:)``
+/// instead of trapping.
+struct ByteReader {
+    let bytes: [UInt8]
+    private(set) var offset: Int
+    let end: Int
+
+    init(_ bytes: [UInt8], offset: Int = 0, end: Int? = nil) {
+        self.bytes = bytes
+        self.offset = offset
+        self.end = min(end ?? bytes.count, bytes.count)
+    }
+
+    var remaining: Int { max(0, end - offset) }
+    var isAtEnd: Bool { offset >= end }
+
+    mutating func require(_ count: Int, _ field: WireError.Field) throws(WireError) {
+        guard count >= 0, remaining >= count else {
+            throw .truncated(field: field, needed: count, available: remaining)
+        }
+    }
+
+    mutating func u8(_ field: WireError.Field) throws(WireError) -> UInt8 {
+        try require(1, field)
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func uint(_ size: Int, _ field: WireError.Field) throws(WireError) -> UInt64 {
+        try require(size, field)
+        var value: UInt64 = 0
+        for i in 0..<size { value = value << 8 | UInt64(bytes[offset + i]) }
+        offset += size
+        return value
+    }
+
+    mutating func take(_ count: Int, _ field: WireError.Field) throws(WireError) -> [UInt8] {
+        try require(count, field)
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func rest() -> [UInt8] {
+        defer { offset = end }
+        return offset < end ? Array(bytes[offset..<end]) : []
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendBigEndian(_ value: UInt64, size: Int) {
+        for i in (0..<size).reversed() { append(UInt8(truncatingIfNeeded: value >> UInt64(8 * i))) }
+    }
+}
+
+/// Strict UTF-8 decoding: nil for invalid input (no replacement characters).
+func decodeUTF8(_ bytes: [UInt8]) -> String? {
+    String(validating: bytes, as: UTF8.self)
+}
