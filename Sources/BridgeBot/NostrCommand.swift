@@ -184,8 +184,9 @@ enum NostrCommand {
                                 ("type", .string("rejected")), ("relay", .string(relay)),
                                 ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason)),
                             ]))
-                        case .endOfStoredEvents(let sub):
-                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub))]))
+                        case .endOfStoredEvents(let sub, let fallback):
+                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub)),
+                                               ("fallback", .bool(fallback))]))
                         case .connected(let relay):
                             printLine(.object([("type", .string("connected")), ("relay", .string(relay))]))
                         case .disconnected(let relay, let reason):

@@ -18,8 +18,9 @@ public enum RelayPoolEvent: Sendable, Equatable {
     case event(NostrEvent, relay: String, subscription: String)
     /// An inbound frame or event dropped, with the named reason (`id_mismatch`, `bad_signature`, …).
     case rejected(relay: String, subscription: String?, reason: String)
-    /// Every relay that received the REQ answered EOSE (or dropped).
-    case endOfStoredEvents(subscription: String)
+    /// Every relay that received the REQ answered EOSE (or dropped) — or, with `fallback` true, the
+    /// 10 s EOSE fallback passed first (NOSTR-GEO §6); stored events may still trickle in after it.
+    case endOfStoredEvents(subscription: String, fallback: Bool)
     case ok(relay: String, eventID: String, accepted: Bool, message: String)
     case closed(relay: String, subscription: String, message: String)
     case notice(relay: String, message: String)
@@ -41,6 +42,8 @@ public struct RelayStats: Sendable, Equatable {
     /// Inbound drops by reason (parse errors, verification failures, filter mismatch).
     public var drops: [String: Int] = [:]
     public var duplicates = 0
+    /// Subscriptions whose EOSE this relay had not sent when the 10 s fallback fired.
+    public var eoseTimeouts = 0
     public var delivered = 0
     public var published = 0
     /// Events evicted from the offline publish queue.
@@ -64,6 +67,11 @@ public struct RelayPoolCore: Sendable {
         public static let maxRememberedIDs = 8192
         /// Subscriptions at once (nostr-relay allows 32 per connection).
         public static let maxSubscriptions = 32
+        /// A second subscribe with the same id this soon after the last one is ignored (phones: 1 s).
+        public static let duplicateSubscribeWindow: Duration = .seconds(1)
+        /// The initial load counts as done this long after the REQ even if some relay never sent EOSE
+        /// (phones: 10 s).
+        public static let eoseFallback: Duration = .seconds(10)
     }
 
     public struct Configuration: Sendable {
@@ -91,6 +99,10 @@ public struct RelayPoolCore: Sendable {
         /// Filters without `since`; each send sets `since = now − lookback` when `lookback` is set.
         public let filters: [NostrFilter]
         public let lookback: Int64?
+        /// When `subscribe` last accepted this id (monotonic), for the duplicate window.
+        var subscribedAt: ContinuousClock.Instant
+        /// When the EOSE fallback fires if not every relay answered by then.
+        var eoseDeadline: ContinuousClock.Instant
         var eoseWaiting: Set<String> = []
         var eoseReported = false
 
@@ -177,22 +189,63 @@ public struct RelayPoolCore: Sendable {
         }
     }
 
+    /// What ``subscribe(id:filters:lookback:now:unixNow:)`` did.
+    public enum SubscribeOutcome: Equatable, Sendable {
+        /// New or changed filters: REQ sent to this many connected relays (the others get it on connect).
+        case sent(relays: Int)
+        /// Same filters and lookback as the live subscription: the REQ went only to connected relays where
+        /// it was not active (e.g. closed by the relay); `relays` of them.
+        case alreadyActive(resentTo: Int)
+        /// The same id was subscribed less than ``Limits/duplicateSubscribeWindow`` ago: nothing sent.
+        case ignoredDuplicate
+        /// ``Limits/maxSubscriptions`` reached: nothing sent.
+        case tooManySubscriptions
+    }
+
     /// Opens (or replaces) a subscription on every relay; replayed with a fresh `since` after reconnects.
-    public mutating func subscribe(id: String, filters: [NostrFilter], lookback: Int64?, unixNow: Int64) -> Bool {
-        if subscriptions[id] == nil {
-            guard subscriptions.count < Limits.maxSubscriptions else { return false }
+    ///
+    /// Phones' rules (NOSTR-GEO §6): a second call with the same id within 1 s is ignored, whatever its
+    /// filters (a burst of UI refreshes must not flood relays); an identical REQ that is already active on
+    /// a relay is not sent again. Decision where the spec is silent: after the 1 s window, *changed*
+    /// filters replace the subscription everywhere (NIP-01 semantics of a REQ with a known id) and restart
+    /// EOSE tracking and its fallback.
+    /// - Parameters:
+    ///   - now: monotonic time, for the duplicate window and the EOSE fallback.
+    ///   - unixNow: wall-clock seconds, for `since = unixNow − lookback`.
+    @discardableResult
+    public mutating func subscribe(
+        id: String, filters: [NostrFilter], lookback: Int64?, now: ContinuousClock.Instant, unixNow: Int64
+    ) -> SubscribeOutcome {
+        if let existing = subscriptions[id] {
+            if now - existing.subscribedAt < Limits.duplicateSubscribeWindow { return .ignoredDuplicate }
+            if existing.filters == filters, existing.lookback == lookback {
+                subscriptions[id]?.subscribedAt = now
+                var resent = 0
+                for index in relays.indices where relays[index].machine.isConnected
+                    && !relays[index].activeSubscriptions.contains(id)
+                {
+                    send(subscription: id, relay: index, unixNow: unixNow)
+                    resent += 1
+                }
+                return .alreadyActive(resentTo: resent)
+            }
+        } else {
+            guard subscriptions.count < Limits.maxSubscriptions else { return .tooManySubscriptions }
             subscriptionOrder.append(id)
         }
-        var subscription = Subscription(id: id, filters: filters, lookback: lookback)
+        var subscription = Subscription(id: id, filters: filters, lookback: lookback, subscribedAt: now,
+                                        eoseDeadline: now + Limits.eoseFallback)
         let text = subscription.request(unixNow: unixNow).text
+        var sent = 0
         for index in relays.indices {
             guard let connection = relays[index].connection, relays[index].machine.isConnected else { continue }
             transport.send(connection, text: text)
             relays[index].activeSubscriptions.insert(id)
             subscription.eoseWaiting.insert(relays[index].url)
+            sent += 1
         }
         subscriptions[id] = subscription
-        return true
+        return .sent(relays: sent)
     }
 
     /// Forgets the subscription locally first, then sends CLOSE where it is active.
@@ -212,6 +265,18 @@ public struct RelayPoolCore: Sendable {
         for index in relays.indices {
             let actions = relays[index].machine.tick(now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
+        }
+        // EOSE fallback: the initial load is over after 10 s even if some relay never answered.
+        for id in subscriptionOrder {
+            guard var subscription = subscriptions[id], !subscription.eoseReported, now >= subscription.eoseDeadline
+            else { continue }
+            for index in relays.indices where subscription.eoseWaiting.contains(relays[index].url) {
+                relays[index].stats.eoseTimeouts += 1
+            }
+            subscription.eoseWaiting.removeAll()
+            subscription.eoseReported = true
+            subscriptions[id] = subscription
+            out.append(.endOfStoredEvents(subscription: id, fallback: true))
         }
         return out
     }
@@ -354,11 +419,12 @@ public struct RelayPoolCore: Sendable {
     }
 
     private mutating func eoseAnswered(_ id: String, relay url: String, into out: inout [RelayPoolEvent]) {
-        guard var subscription = subscriptions[id] else { return }
-        subscription.eoseWaiting.remove(url)
+        // Only a relay that was sent the REQ can complete the initial load; one that never got it
+        // (connected later, or not at all) must not end it early.
+        guard var subscription = subscriptions[id], subscription.eoseWaiting.remove(url) != nil else { return }
         if subscription.eoseWaiting.isEmpty, !subscription.eoseReported {
             subscription.eoseReported = true
-            out.append(.endOfStoredEvents(subscription: id))
+            out.append(.endOfStoredEvents(subscription: id, fallback: false))
         }
         subscriptions[id] = subscription
     }
