@@ -38,10 +38,14 @@ public struct RelayStats: Sendable, Equatable {
     public var closed: [String: Int] = [:]
     public var notices = 0
     public var authAnswered = 0
+    /// Events and subscriptions re-sent after a successful NIP-42 AUTH (they had met `auth-required`).
+    public var authRetried = 0
     public var authIgnored = 0
     /// Inbound drops by reason (parse errors, verification failures, filter mismatch).
     public var drops: [String: Int] = [:]
     public var duplicates = 0
+    /// EOSE frames received (every REQ the relay accepted, including replays).
+    public var eoseReceived = 0
     /// Subscriptions whose EOSE this relay had not sent when the 10 s fallback fired.
     public var eoseTimeouts = 0
     public var delivered = 0
@@ -121,11 +125,41 @@ public struct RelayPoolCore: Sendable {
         let endpoint: WebSocketEndpoint
         var machine: RelayConnectionMachine
         var connection: ConnectionID?
-        var queue = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        var queue = BoundedQueue<QueuedEvent>(capacity: Limits.maxQueuedEvents)
         var activeSubscriptions: Set<String> = []
-        var authEventID: String?
-        var awaitingAuth: Set<String> = []
+        var auth = AuthSession()
         var stats = RelayStats()
+    }
+
+    struct QueuedEvent: Sendable {
+        let id: String
+        let text: String
+    }
+
+    /// NIP-42 state of one connection (reset when it drops). Only used when the operator set `authKey`.
+    ///
+    /// A relay that requires AUTH challenges on connect, but the pool has already sent its REQs and its
+    /// queued EVENTs by then, so they come back `CLOSED auth-required:` / `OK false auth-required:`.
+    /// Those are remembered and re-sent once the relay accepts our AUTH event. Each is retried once per
+    /// connection, so a relay that keeps refusing cannot make the pool loop.
+    struct AuthSession: Sendable {
+        /// Our kind-22242 answer, until its OK.
+        var eventID: String?
+        var authenticated = false
+        /// Subscriptions the relay closed with `auth-required:`.
+        var closedSubscriptions: Set<String> = []
+        /// EVENT texts sent before authentication, by id, until their OK (oldest forgotten first).
+        var unconfirmed: [String: String] = [:]
+        var unconfirmedOrder = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        /// EVENT texts the relay refused with `auth-required:`, re-sent after AUTH (oldest dropped).
+        var refused = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        /// Ids (events and subscriptions) already re-sent on this connection.
+        var retried: Set<String> = []
+
+        mutating func remember(_ event: QueuedEvent) {
+            guard !authenticated, unconfirmed.updateValue(event.text, forKey: event.id) == nil else { return }
+            if let evicted = unconfirmedOrder.append(event.id) { unconfirmed.removeValue(forKey: evicted) }
+        }
     }
 
     public let configuration: Configuration
@@ -178,15 +212,20 @@ public struct RelayPoolCore: Sendable {
 
     /// Sends to every connected relay; queues for the others (≤ 200 each, oldest dropped and counted).
     public mutating func publish(_ event: NostrEvent) {
-        let text = ClientMessage.event(event).text
+        let queued = QueuedEvent(id: event.id.hex, text: ClientMessage.event(event).text)
         for index in relays.indices {
             if let connection = relays[index].connection, relays[index].machine.isConnected {
-                transport.send(connection, text: text)
-                relays[index].stats.published += 1
-            } else if relays[index].queue.append(text) != nil {
+                send(queued, relay: index, connection: connection)
+            } else if relays[index].queue.append(queued) != nil {
                 relays[index].stats.queueDropped += 1
             }
         }
+    }
+
+    private mutating func send(_ event: QueuedEvent, relay index: Int, connection: ConnectionID) {
+        transport.send(connection, text: event.text)
+        relays[index].stats.published += 1
+        if configuration.authKey != nil { relays[index].auth.remember(event) }
     }
 
     /// What ``subscribe(id:filters:lookback:now:unixNow:)`` did.
@@ -373,20 +412,36 @@ public struct RelayPoolCore: Sendable {
             } else {
                 relays[index].stats.okRejected[RelayStats.reasonKey(reason), default: 0] += 1
             }
-            if accepted, eventID == relays[index].authEventID {
-                // Authenticated: replay what the relay closed with auth-required.
-                let waiting = relays[index].awaitingAuth
-                relays[index].awaitingAuth.removeAll()
-                for id in subscriptionOrder where waiting.contains(id) { send(subscription: id, relay: index, unixNow: unixNow) }
+            if eventID == relays[index].auth.eventID, !eventID.isEmpty {
+                if accepted { authenticated(relay: index, unixNow: unixNow) }
+            } else if !accepted, reason.hasPrefix("auth-required:"), configuration.authKey != nil,
+                let text = relays[index].auth.unconfirmed.removeValue(forKey: eventID)
+            {
+                if relays[index].auth.authenticated {
+                    retry(event: eventID, text: text, relay: index)
+                } else if relays[index].auth.refused.append(text) != nil {
+                    relays[index].stats.queueDropped += 1
+                }
+            } else {
+                relays[index].auth.unconfirmed.removeValue(forKey: eventID)
             }
             out.append(.ok(relay: url, eventID: eventID, accepted: accepted, message: reason))
         case .endOfStoredEvents(let subscriptionID):
+            relays[index].stats.eoseReceived += 1
             eoseAnswered(subscriptionID, relay: url, into: &out)
         case .closed(let subscriptionID, let reason):
             relays[index].stats.closed[RelayStats.reasonKey(reason), default: 0] += 1
             relays[index].activeSubscriptions.remove(subscriptionID)
             if reason.hasPrefix("auth-required:"), configuration.authKey != nil, subscriptions[subscriptionID] != nil {
-                relays[index].awaitingAuth.insert(subscriptionID)
+                if relays[index].auth.authenticated {
+                    // Closed although we are authenticated (the REQ crossed our AUTH): once more.
+                    if relays[index].auth.retried.insert("sub:" + subscriptionID).inserted {
+                        relays[index].stats.authRetried += 1
+                        send(subscription: subscriptionID, relay: index, unixNow: unixNow)
+                    }
+                } else {
+                    relays[index].auth.closedSubscriptions.insert(subscriptionID)
+                }
             }
             eoseAnswered(subscriptionID, relay: url, into: &out)
             out.append(.closed(relay: url, subscription: subscriptionID, message: reason))
@@ -404,7 +459,7 @@ public struct RelayPoolCore: Sendable {
                 drop(index, subscription: nil, "auth_signing_failed", into: &out)
                 return
             }
-            relays[index].authEventID = signed.id.hex
+            relays[index].auth.eventID = signed.id.hex
             relays[index].stats.authAnswered += 1
             transport.send(connection, text: ClientMessage.auth(signed).text)
         }
@@ -416,6 +471,32 @@ public struct RelayPoolCore: Sendable {
         filter.since = nil
         filter.until = nil
         return filter.matches(event)
+    }
+
+    /// The relay accepted our AUTH: re-send what it refused for want of it, subscriptions first.
+    private mutating func authenticated(relay index: Int, unixNow: Int64) {
+        var auth = relays[index].auth
+        auth.authenticated = true
+        auth.eventID = nil
+        let closed = auth.closedSubscriptions
+        auth.closedSubscriptions.removeAll()
+        var refused: [String] = []
+        while let text = auth.refused.popFirst() { refused.append(text) }
+        auth.unconfirmed.removeAll()
+        auth.unconfirmedOrder = BoundedQueue(capacity: Limits.maxQueuedEvents)
+        relays[index].auth = auth
+        for id in subscriptionOrder where closed.contains(id) && relays[index].auth.retried.insert("sub:" + id).inserted {
+            relays[index].stats.authRetried += 1
+            send(subscription: id, relay: index, unixNow: unixNow)
+        }
+        for text in refused { retry(event: nil, text: text, relay: index) }
+    }
+
+    private mutating func retry(event id: String?, text: String, relay index: Int) {
+        guard let connection = relays[index].connection else { return }
+        if let id, !relays[index].auth.retried.insert("event:" + id).inserted { return }
+        relays[index].stats.authRetried += 1
+        transport.send(connection, text: text)
     }
 
     private mutating func eoseAnswered(_ id: String, relay url: String, into out: inout [RelayPoolEvent]) {
@@ -451,17 +532,14 @@ public struct RelayPoolCore: Sendable {
             case .connected:
                 relays[index].stats.connects += 1
                 guard let connection = relays[index].connection else { continue }
-                while let text = relays[index].queue.popFirst() {
-                    transport.send(connection, text: text)
-                    relays[index].stats.published += 1
-                }
+                while let queued = relays[index].queue.popFirst() { send(queued, relay: index, connection: connection) }
                 relays[index].activeSubscriptions.removeAll()
                 for id in subscriptionOrder { send(subscription: id, relay: index, unixNow: unixNow) }
                 out.append(.connected(relay: relays[index].url))
             case .disconnected:
                 relays[index].stats.disconnects += 1
                 relays[index].activeSubscriptions.removeAll()
-                relays[index].authEventID = nil
+                relays[index].auth = AuthSession()
                 for id in subscriptionOrder { eoseAnswered(id, relay: relays[index].url, into: &out) }
                 out.append(.disconnected(relay: relays[index].url, reason: reason.isEmpty ? "closed" : reason))
             }

@@ -14,11 +14,11 @@ enum Peers {
 
     enum Kind { case sdk, nostrRelay, monstr }
 
-    static func start(_ kind: Kind, port: Int, directory: String) async throws -> ChildProcess {
+    static func start(_ kind: Kind, port: Int, directory: String, arguments extra: [String] = []) async throws -> ChildProcess {
         let process: ChildProcess
         switch kind {
         case .sdk:
-            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"], name: "sdk-relay")
+            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"] + extra, name: "sdk-relay")
         case .monstr:
             process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/monstr_relay.py", "--port", "\(port)", "--no-store"], name: "monstr")
         case .nostrRelay:
@@ -64,10 +64,11 @@ final class PoolHarness: Sendable {
     let runner: Task<Void, Never>
     let consumer: Task<Void, Never>
 
-    init(urls: [String], caFile: String? = nil) throws {
-        let pool = try RelayPool(relayURLs: urls, configuration: .init(jitterUnit: { 0.5 }),
+    init(urls: [String], caFile: String? = nil, authKey: SchnorrSecretKey? = nil,
+         logger: Logger = Logger(label: "test", level: .error)) throws {
+        let pool = try RelayPool(relayURLs: urls, configuration: .init(authKey: authKey, jitterUnit: { 0.5 }),
                                  webSocket: .init(caFile: caFile, connectTimeoutSeconds: 5),
-                                 logger: Logger(label: "test", level: .error), unixNow: { Int64(Date().timeIntervalSince1970) })
+                                 logger: logger, unixNow: { Int64(Date().timeIntervalSince1970) })
         self.pool = pool
         runner = Task { try? await pool.run() }
         let reports = reports

@@ -143,6 +143,46 @@ struct RelayPoolCoreTests {
         #expect(transport.sent(to: id).last == #"["REQ","s",{"kinds":[20000]}]"#)
     }
 
+    @Test func nip42EventsRefusedBeforeAuthAreResentOnceAfterIt() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"],
+                                     configuration: .init(authKey: Self.key, jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let id = try #require(transport.lastOpened)
+        let event = Self.event(7)
+        core.publish(event)  // queued: not connected yet
+        _ = core.subscribe(id: "s", filters: [NostrFilter(kinds: [20000])], lookback: nil, now: t0, unixNow: 5)
+        _ = core.handle(.opened(id), now: t0, unixNow: 5)
+        #expect(transport.sent(to: id) == [ClientMessage.event(event).text, #"["REQ","s",{"kinds":[20000]}]"#])
+        // The relay answers in the order it received: CLOSED for the REQ, OK false for the EVENT, then the challenge.
+        for frame in [#"["CLOSED","s","auth-required: you must auth"]"#,
+                      #"["OK","\#(event.id.hex)",false,"auth-required: you must auth"]"#, #"["AUTH","chal-2"]"#] {
+            _ = core.handle(.text(id, Array(frame.utf8)), now: t0, unixNow: 5)
+        }
+        let authText = try #require(transport.sent(to: id).last)
+        guard case .array(let parts) = try JSONParserShim.parse(authText), parts.count == 2 else { Issue.record("bad AUTH"); return }
+        let auth = try UnverifiedEvent(json: parts[1]).verified()
+        _ = core.handle(.text(id, Array(#"["OK","\#(auth.id.hex)",true,""]"#.utf8)), now: t0, unixNow: 5)
+        #expect(Array(transport.sent(to: id).suffix(2)) == [#"["REQ","s",{"kinds":[20000]}]"#, ClientMessage.event(event).text])
+        #expect(core.stats("ws://127.0.0.1:1")?.authRetried == 2)
+        // Refused again although authenticated: not re-sent a second time (no loop).
+        let before = transport.sent(to: id).count
+        _ = core.handle(.text(id, Array(#"["OK","\#(event.id.hex)",false,"auth-required: still"]"#.utf8)), now: t0, unixNow: 5)
+        _ = core.handle(.text(id, Array(#"["CLOSED","s","auth-required: still"]"#.utf8)), now: t0, unixNow: 5)
+        #expect(transport.sent(to: id).count == before)
+        // Without an auth key the same frames are only counted.
+        let plain = FakeTransport()
+        var ignoring = try makeCore(plain)
+        _ = ignoring.start(now: t0)
+        let plainID = try #require(plain.lastOpened)
+        _ = ignoring.handle(.opened(plainID), now: t0, unixNow: 5)
+        _ = ignoring.handle(.text(plainID, Array(#"["AUTH","chal-3"]"#.utf8)), now: t0, unixNow: 5)
+        _ = ignoring.handle(.text(plainID, Array(#"["CLOSED","s","auth-required: you must auth"]"#.utf8)), now: t0, unixNow: 5)
+        #expect(plain.sent(to: plainID).isEmpty)
+        #expect(ignoring.stats("ws://127.0.0.1:1")?.authIgnored == 1)
+        #expect(ignoring.stats("ws://127.0.0.1:1")?.closed == ["auth-required": 1])
+    }
+
     // MARK: Duplicate subscribe and the EOSE fallback (NOSTR-GEO §6), with a manual clock
 
     static let chatFilter = NostrFilter(kinds: [20000], tags: ["g": ["u4pruy"]], limit: 200)
