@@ -191,6 +191,8 @@ enum NostrCommand {
                             printLine(.object([("type", .string("connected")), ("relay", .string(relay))]))
                         case .disconnected(let relay, let reason):
                             printLine(.object([("type", .string("disconnected")), ("relay", .string(relay)), ("reason", .string(reason))]))
+                        case .connectFailed(let relay, let reason):
+                            printLine(.object([("type", .string("connect_failed")), ("relay", .string(relay)), ("reason", .string(reason))]))
                         case .closed(let relay, let sub, let message):
                             printLine(.object([("type", .string("closed")), ("relay", .string(relay)),
                                                ("subscription", .string(sub)), ("message", .string(message))]))

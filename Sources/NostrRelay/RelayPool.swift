@@ -94,6 +94,8 @@ public final class RelayPool: Sendable {
             case .connected(let relay): logger.info("relay connected", [("relay.url", .string(relay))])
             case .disconnected(let relay, let reason):
                 logger.info("relay disconnected", [("relay.url", .string(relay)), ("reason", .string(reason))])
+            case .connectFailed(let relay, let reason):
+                logger.warning("relay connect failed", [("relay.url", .string(relay)), ("reason", .string(reason))])
             case .rejected(let relay, _, let reason):
                 logger.debug("inbound dropped", [("relay.url", .string(relay)), ("drop.reason", .string(reason))])
             case .ok(let relay, let id, false, let message):

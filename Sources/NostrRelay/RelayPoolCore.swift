@@ -26,6 +26,9 @@ public enum RelayPoolEvent: Sendable, Equatable {
     case notice(relay: String, message: String)
     case connected(relay: String)
     case disconnected(relay: String, reason: String)
+    /// An attempt never came up: DNS, refused, timeout or TLS. For TLS the reason carries lws's own log
+    /// line (e.g. `… (lws: … self-signed certificate …)`), the only place OpenSSL's reason appears.
+    case connectFailed(relay: String, reason: String)
 }
 
 /// Per-relay counters (NOSTR-GEO §15 q1: log and count `OK false` / `CLOSED` reasons per relay).
@@ -33,6 +36,8 @@ public struct RelayStats: Sendable, Equatable {
     public var connects = 0
     public var disconnects = 0
     public var failures: [String: Int] = [:]
+    /// The reason of the most recent failed attempt or lost connection, for status output.
+    public var lastFailure: String?
     public var okAccepted = 0
     public var okRejected: [String: Int] = [:]
     public var closed: [String: Int] = [:]
@@ -339,7 +344,11 @@ public struct RelayPoolCore: Sendable {
             case .closed, .closedLocally: kind = .closed
             }
             let wasConnected = relays[index].machine.isConnected
-            if !wasConnected { relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1 }
+            relays[index].stats.lastFailure = failure.description
+            if !wasConnected {
+                relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1
+                out.append(.connectFailed(relay: relays[index].url, reason: failure.description))
+            }
             let actions = relays[index].machine.ended(kind, now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, reason: failure.description, into: &out)
         case .oversizedMessage(let id, let bytes):

@@ -216,6 +216,7 @@ public final class WebSocketRuntime: @unchecked Sendable {
         for connection in connections.values { onEvent(.ended(connection.id, .closedLocally)) }
         connections.removeAll()
         lws_context_destroy(context)
+        LWSLog.forgetThread()
     }
 
     private func drainInbox() {
@@ -383,8 +384,13 @@ private func webSocketCallback(
 
 /// Routes lws's own log (the only place real TLS reasons appear, SWIFT-LINUX §4.5) into memory, so the
 /// next connection error can carry the last error line.
+///
+/// lws 4.1's log hook is process-wide and its lines name no connection, but lws logs synchronously on
+/// the service thread that hit the error, and the connection error is reported on that same thread right
+/// after. So the last line is kept **per thread**: a failure in one runtime never picks up another
+/// runtime's line (several pools, or parallel tests, in one process).
 enum LWSLog {
-    private static let state = Mutex<(installed: Bool, lastError: String?)>((false, nil))
+    private static let state = Mutex<(installed: Bool, lastError: [pthread_t: String])>((false, [:]))
 
     static func install() {
         let first = state.withLock { state -> Bool in
@@ -394,16 +400,16 @@ enum LWSLog {
         if first { lws_set_log_level(LLL_ERR | LLL_WARN, lwsLogEmit) }
     }
 
-    static func record(_ line: String) { state.withLock { $0.lastError = line } }
+    static func record(_ line: String) { state.withLock { $0.lastError[pthread_self()] = line } }
 
-    /// `" (lws: <last error line>)"` once, then cleared.
+    /// `" (lws: <last error line on this thread>)"` once, then cleared.
     static func lastErrorSuffix() -> String {
-        guard let line = state.withLock({ state -> String? in
-            defer { state.lastError = nil }
-            return state.lastError
-        }) else { return "" }
+        guard let line = state.withLock({ $0.lastError.removeValue(forKey: pthread_self()) }) else { return "" }
         return " (lws: \(line.trimmingSuffix()))"
     }
+
+    /// Forgets this thread's line (a service thread that is ending).
+    static func forgetThread() { _ = state.withLock { $0.lastError.removeValue(forKey: pthread_self()) } }
 }
 
 private func lwsLogEmit(_ level: Int32, _ line: UnsafePointer<CChar>?) {

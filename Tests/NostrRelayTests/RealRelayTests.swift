@@ -14,7 +14,9 @@ enum Peers {
 
     enum Kind { case sdk, nostrRelay, monstr }
 
-    static func start(_ kind: Kind, port: Int, directory: String, arguments extra: [String] = []) async throws -> ChildProcess {
+    /// `tls`: (certificate, key) PEM paths; nostr-relay then serves wss:// (uvicorn's ssl options).
+    static func start(_ kind: Kind, port: Int, directory: String, arguments extra: [String] = [],
+                      tls: (cert: String, key: String)? = nil) async throws -> ChildProcess {
         let process: ChildProcess
         switch kind {
         case .sdk:
@@ -25,6 +27,8 @@ enum Peers {
             let template = try String(contentsOfFile: fixtures + "/nostr-relay.yaml.in", encoding: .utf8)
             let config = template.replacingOccurrences(of: "@DB_PATH@", with: directory + "/relay.sqlite3")
                 .replacingOccurrences(of: "17011", with: "\(port)")
+                .replacingOccurrences(of: "  loglevel: info\n",
+                                      with: "  loglevel: info\n" + (tls.map { "  ssl_certfile: \($0.cert)\n  ssl_keyfile: \($0.key)\n" } ?? ""))
             let path = directory + "/nostr-relay-\(port).yaml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
             process = try ChildProcess(TestEnvironment.venvBinary("nostr-relay"), ["-c", path, "serve", "--use-uvicorn"], name: "nostr-relay")
