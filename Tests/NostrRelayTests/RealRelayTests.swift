@@ -137,10 +137,12 @@ struct RealRelayTests {
         let second = try Self.chat("after restart")
         publisher.pool.publish(second)
         try await listener.wait("second event") { $0.contains { if case .event(second, _, _) = $0 { true } else { false } } }
-        // nostr-relay replays the stored first event on resubscribe; dedup keeps it to one delivery.
-        try await Task.sleep(for: .milliseconds(300))
+        // nostr-relay replays the stored first event on resubscribe, before its EOSE; once that second
+        // EOSE is in, dedup must have kept the first event to one delivery.
+        try await listener.wait("EOSE after resubscribing") { _ in (listener.pool.stats(url)?.eoseReceived ?? 0) >= 2 }
         #expect(listener.events.filter { $0.id == first.id }.count == 1)
         #expect(listener.events.filter { $0.id == second.id }.count == 1)
+        if kind == .nostrRelay { #expect((listener.pool.stats(url)?.duplicates ?? 0) >= 1, "the replayed copy was deduplicated") }
         #expect(listener.rejections.isEmpty)
         await publisher.stop()
         await listener.stop()

@@ -260,7 +260,8 @@ struct RelayPoolCoreTests {
         _ = idle.start(now: t0)
         #expect(idle.subscribe(id: "s", filters: [Self.chatFilter], lookback: nil, now: t0, unixNow: 0) == .sent(relays: 0))
         let attempt = try #require(offline.lastOpened)
-        do { let r = idle.handle(.ended(attempt, .connect("refused")), now: t0, unixNow: 0); #expect(r == []) }
+        do { let r = idle.handle(.ended(attempt, .connect("refused")), now: t0, unixNow: 0); #expect(r == [.connectFailed(relay: "ws://127.0.0.1:1", reason: "connect: refused")]) }
+        #expect(idle.stats("ws://127.0.0.1:1")?.lastFailure == "connect: refused")
         do { let r = idle.tick(now: t0 + .seconds(10), unixNow: 0); #expect(r.contains(.endOfStoredEvents(subscription: "s", fallback: true))) }
     }
 }
