@@ -287,6 +287,18 @@ public final class WebSocketRuntime: @unchecked Sendable {
         if connections[connection.id.raw] != nil { connection.wsi = wsi }
     }
 
+    /// OpenSSL's verdict on the peer certificate ("self-signed certificate", "hostname mismatch", …), or nil
+    /// when verification did not fail (or there is no TLS). Read from the SSL object itself because lws
+    /// 4.1's own log line is unreliable when several contexts exist: each context creation re-allocates
+    /// lws's global SSL ex-data index, and a handshake started before that logs "can't get wsi from ssl
+    /// privdata" instead of the reason (the certificate is still refused).
+    private static func certificateProblem(_ wsi: OpaquePointer) -> String? {
+        guard let ssl = lws_get_ssl(wsi) else { return nil }
+        let result = SSL_get_verify_result(ssl)
+        guard result != X509_V_OK, let text = X509_verify_cert_error_string(result) else { return nil }
+        return String(cString: text)
+    }
+
     private func end(_ connection: Connection, _ failure: WebSocketFailure) {
         guard connections.removeValue(forKey: connection.id.raw) != nil else { return }
         connection.wsi = nil
@@ -355,7 +367,9 @@ public final class WebSocketRuntime: @unchecked Sendable {
             }
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
-            end(connection, connection.closing ? .closedLocally : .connect(detail + LWSLog.lastErrorSuffix()))
+            let reason = Self.certificateProblem(wsi).map { " (certificate: \($0))" }
+            let suffix = LWSLog.lastErrorSuffix()  // consumed either way
+            end(connection, connection.closing ? .closedLocally : .connect(detail + (reason ?? suffix)))
         case LWS_CALLBACK_CLIENT_CLOSED:
             end(connection, connection.closing ? .closedLocally : .closed(code: connection.peerCloseCode))
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
