@@ -183,6 +183,34 @@ struct RelayPoolCoreTests {
         #expect(ignoring.stats("ws://127.0.0.1:1")?.closed == ["auth-required": 1])
     }
 
+    /// The events remembered for a retry after AUTH are bounded by the publish queue's limit: of n + 1
+    /// events sent before AUTH and refused, the newest n are re-sent and the oldest is not.
+    @Test func eventsRememberedForAuthRetryAreBoundedAtTheQueueLimit() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"],
+                                     configuration: .init(authKey: Self.key, jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let id = try #require(transport.lastOpened)
+        _ = core.handle(.opened(id), now: t0, unixNow: 5)
+        let limit = RelayPoolCore.Limits.maxQueuedEvents
+        let events = (0...limit).map { Self.event(1000 + $0) }
+        for event in events { core.publish(event) }
+        for event in events {
+            _ = core.handle(.text(id, Array(#"["OK","\#(event.id.hex)",false,"auth-required: first"]"#.utf8)), now: t0, unixNow: 5)
+        }
+        _ = core.handle(.text(id, Array(#"["AUTH","c"]"#.utf8)), now: t0, unixNow: 5)
+        guard case .array(let parts) = try JSONParserShim.parse(try #require(transport.sent(to: id).last)), parts.count == 2
+        else { Issue.record("bad AUTH"); return }
+        let auth = try UnverifiedEvent(json: parts[1]).verified()
+        let before = transport.sent(to: id).count
+        _ = core.handle(.text(id, Array(#"["OK","\#(auth.id.hex)",true,""]"#.utf8)), now: t0, unixNow: 5)
+        let resent = Array(transport.sent(to: id).dropFirst(before))
+        #expect(resent.count == limit)
+        #expect(resent.first == ClientMessage.event(events[1]).text)
+        #expect(resent.last == ClientMessage.event(events[limit]).text)
+        #expect(core.stats("ws://127.0.0.1:1")?.authRetried == limit)
+    }
+
     // MARK: Duplicate subscribe and the EOSE fallback (NOSTR-GEO §6), with a manual clock
 
     static let chatFilter = NostrFilter(kinds: [20000], tags: ["g": ["u4pruy"]], limit: 200)
