@@ -184,12 +184,15 @@ enum NostrCommand {
                                 ("type", .string("rejected")), ("relay", .string(relay)),
                                 ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason)),
                             ]))
-                        case .endOfStoredEvents(let sub):
-                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub))]))
+                        case .endOfStoredEvents(let sub, let fallback):
+                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub)),
+                                               ("fallback", .bool(fallback))]))
                         case .connected(let relay):
                             printLine(.object([("type", .string("connected")), ("relay", .string(relay))]))
                         case .disconnected(let relay, let reason):
                             printLine(.object([("type", .string("disconnected")), ("relay", .string(relay)), ("reason", .string(reason))]))
+                        case .connectFailed(let relay, let reason):
+                            printLine(.object([("type", .string("connect_failed")), ("relay", .string(relay)), ("reason", .string(reason))]))
                         case .closed(let relay, let sub, let message):
                             printLine(.object([("type", .string("closed")), ("relay", .string(relay)),
                                                ("subscription", .string(sub)), ("message", .string(message))]))

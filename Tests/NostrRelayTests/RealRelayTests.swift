@@ -14,17 +14,21 @@ enum Peers {
 
     enum Kind { case sdk, nostrRelay, monstr }
 
-    static func start(_ kind: Kind, port: Int, directory: String) async throws -> ChildProcess {
+    /// `tls`: (certificate, key) PEM paths; nostr-relay then serves wss:// (uvicorn's ssl options).
+    static func start(_ kind: Kind, port: Int, directory: String, arguments extra: [String] = [],
+                      tls: (cert: String, key: String)? = nil) async throws -> ChildProcess {
         let process: ChildProcess
         switch kind {
         case .sdk:
-            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"], name: "sdk-relay")
+            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"] + extra, name: "sdk-relay")
         case .monstr:
             process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/monstr_relay.py", "--port", "\(port)", "--no-store"], name: "monstr")
         case .nostrRelay:
             let template = try String(contentsOfFile: fixtures + "/nostr-relay.yaml.in", encoding: .utf8)
             let config = template.replacingOccurrences(of: "@DB_PATH@", with: directory + "/relay.sqlite3")
                 .replacingOccurrences(of: "17011", with: "\(port)")
+                .replacingOccurrences(of: "  loglevel: info\n",
+                                      with: "  loglevel: info\n" + (tls.map { "  ssl_certfile: \($0.cert)\n  ssl_keyfile: \($0.key)\n" } ?? ""))
             let path = directory + "/nostr-relay-\(port).yaml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
             process = try ChildProcess(TestEnvironment.venvBinary("nostr-relay"), ["-c", path, "serve", "--use-uvicorn"], name: "nostr-relay")
@@ -64,10 +68,11 @@ final class PoolHarness: Sendable {
     let runner: Task<Void, Never>
     let consumer: Task<Void, Never>
 
-    init(urls: [String], caFile: String? = nil) throws {
-        let pool = try RelayPool(relayURLs: urls, configuration: .init(jitterUnit: { 0.5 }),
+    init(urls: [String], caFile: String? = nil, authKey: SchnorrSecretKey? = nil,
+         logger: Logger = Logger(label: "test", level: .error)) throws {
+        let pool = try RelayPool(relayURLs: urls, configuration: .init(authKey: authKey, jitterUnit: { 0.5 }),
                                  webSocket: .init(caFile: caFile, connectTimeoutSeconds: 5),
-                                 logger: Logger(label: "test", level: .error), unixNow: { Int64(Date().timeIntervalSince1970) })
+                                 logger: logger, unixNow: { Int64(Date().timeIntervalSince1970) })
         self.pool = pool
         runner = Task { try? await pool.run() }
         let reports = reports
@@ -132,10 +137,12 @@ struct RealRelayTests {
         let second = try Self.chat("after restart")
         publisher.pool.publish(second)
         try await listener.wait("second event") { $0.contains { if case .event(second, _, _) = $0 { true } else { false } } }
-        // nostr-relay replays the stored first event on resubscribe; dedup keeps it to one delivery.
-        try await Task.sleep(for: .milliseconds(300))
+        // nostr-relay replays the stored first event on resubscribe, before its EOSE; once that second
+        // EOSE is in, dedup must have kept the first event to one delivery.
+        try await listener.wait("EOSE after resubscribing") { _ in (listener.pool.stats(url)?.eoseReceived ?? 0) >= 2 }
         #expect(listener.events.filter { $0.id == first.id }.count == 1)
         #expect(listener.events.filter { $0.id == second.id }.count == 1)
+        if kind == .nostrRelay { #expect((listener.pool.stats(url)?.duplicates ?? 0) >= 1, "the replayed copy was deduplicated") }
         #expect(listener.rejections.isEmpty)
         await publisher.stop()
         await listener.stop()
