@@ -112,7 +112,7 @@ enum MeshCommand {
         _ = try args.requirePositionals([])
         let setup = try setup(args)
         let (node, transport) = try connect(setup)
-        let signals = TerminationSignals { _ in
+        let signals = SignalHandler(ProcessSignal.termination) { _ in
             Task {
                 await node.submit(.sendLeave)
                 transport.close()

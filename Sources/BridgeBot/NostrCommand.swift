@@ -118,16 +118,9 @@ enum NostrCommand {
             result.withLock { $0 = code }
             done.signal()
         }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { task.cancel() }
-            source.resume()
-            return source
-        }
+        let signals = SignalHandler(ProcessSignal.termination) { _ in task.cancel() }
         done.wait()
-        for source in sources { source.cancel() }
+        signals.cancel()
         return result.withLock { $0 }
     }
 

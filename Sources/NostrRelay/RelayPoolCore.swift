@@ -1,4 +1,5 @@
 public import BotCrypto
+import BotSupport
 public import Nostr
 public import WebSocketRuntime
 
@@ -173,7 +174,7 @@ public struct RelayPoolCore: Sendable {
     private var subscriptions: [String: Subscription] = [:]
     private var subscriptionOrder: [String] = []
     private var verifier: EventVerifier
-    private var seen = BoundedIDSet(capacity: Limits.maxRememberedIDs)
+    private var seen = BoundedSet<[UInt8]>(capacity: Limits.maxRememberedIDs)
 
     public init(relayURLs: [String], configuration: Configuration, transport: any RelayTransport) throws(WebSocketError) {
         self.configuration = configuration
