@@ -39,7 +39,10 @@ let package = Package(
         .target(name: "NostrRelay", dependencies: ["Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
-        .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
+        .target(
+            name: "Bridge",
+            dependencies: ["BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "Nostr"]
+        ),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
@@ -76,7 +79,10 @@ let package = Package(
             // The bitchat-cli driver is run from its source path (#filePath), not bundled.
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
+        .testTarget(
+            name: "BridgeTests",
+            dependencies: ["Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Mesh", "Nostr"]
+        ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
