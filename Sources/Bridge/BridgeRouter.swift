@@ -2,6 +2,7 @@ public import BitchatWire
 public import BotCrypto
 import BotSupport
 public import Geohash
+public import IdentityCache
 public import Mesh
 public import Nostr
 
@@ -52,6 +53,8 @@ public struct BridgeRouter {
         public let direction: Direction
         /// Nostr: the lowercase hex pubkey; mesh: the Noise fingerprint (or peer ID hex when unknown).
         public let senderKey: String
+        /// The sender's identity-cache key, when known (for the block list).
+        public let identity: IdentityKey?
         /// Nostr event id hex, or the mesh stable ID.
         public let messageID: String
         /// Seconds since the Unix epoch as the message claims it.
@@ -240,13 +243,13 @@ public struct BridgeRouter {
 
     /// A public message heard on the radio (signature verified by the mesh engine).
     public mutating func meshMessage(
-        _ message: MeshPublicMessage, senderKey: String, judge: (Candidate) -> Verdict
+        _ message: MeshPublicMessage, senderKey: String, identity: IdentityKey? = nil, judge: (Candidate) -> Verdict
     ) -> [Action] {
         // Loop rule 3: the island has this radio copy; a bridged copy naming it is never rebroadcast.
         loop.recordRadioCopy(stableID: message.stableID)
         guard settings.mirrorUplink, settings.channel != nil else { return [] }
         let candidate = Candidate(
-            direction: .meshToNostr, senderKey: senderKey, messageID: message.stableID,
+            direction: .meshToNostr, senderKey: senderKey, identity: identity, messageID: message.stableID,
             timestamp: Double(message.timestamp) / 1000, text: message.text)
         if case .hide(let rule) = judge(candidate) {
             count("mesh_to_nostr.hidden.\(rule)")
@@ -352,7 +355,8 @@ public struct BridgeRouter {
 
     private mutating func judgeEvent(_ event: NostrEvent, direction: Direction, judge: (Candidate) -> Verdict) -> Bool {
         let candidate = Candidate(
-            direction: direction, senderKey: event.pubkey.hex, messageID: event.id.hex,
+            direction: direction, senderKey: event.pubkey.hex, identity: try? IdentityKey.nostr(pubkey: event.pubkey.bytes),
+            messageID: event.id.hex,
             timestamp: Double(event.createdAt), text: event.content)
         if case .hide(let rule) = judge(candidate) {
             count("\(direction.rawValue).hidden.\(rule)")
