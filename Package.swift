@@ -66,8 +66,7 @@ let package = Package(
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(
             name: "NostrRelayTests",
-            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"],
-            resources: [.copy("Fixtures")]
+            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"]
         ),
         .testTarget(
             name: "BitchatWireTests",

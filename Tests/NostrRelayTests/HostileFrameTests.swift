@@ -6,7 +6,7 @@ import Nostr
 import NostrRelay
 import Testing
 
-/// Hand-made frames (`Fixtures/hostile_relay.py`) reach the live pool over a real loopback socket.
+/// Hand-made frames (`tools/peers/hostile_relay.py`) reach the live pool over a real loopback socket.
 enum HostileRelay {
     /// Writes `frames` (one JSON string per line, `{SUB}` = the client's subscription id) and starts the
     /// relay; TLS when `cert`/`key` are given.
