@@ -84,6 +84,7 @@ let package = Package(
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
     ]
 )

@@ -1,0 +1,186 @@
+import BotSupport
+import BridgeTestSupport
+import Foundation
+import Testing
+
+/// A small world on loopback: one real relay, radio-hub "islands", bridges (`bitchat-bridge run`), and
+/// scripted phones (`mesh listen`, `mesh deposit`, `nostr post`), all real processes that this test starts
+/// and stops.
+final class World: @unchecked Sendable {
+    let directory = TestEnvironment.temporaryDirectory("e2e")
+    var processes: [ChildProcess] = []
+    var relayPort = 0
+    var relay: ChildProcess?
+
+    deinit { for process in processes.reversed() { process.stop(signal: SIGKILL) } }
+
+    var relayURL: String { "ws://127.0.0.1:\(relayPort)" }
+
+    func startRelay(_ kind: Peers.Kind = .sdk) async throws {
+        if relayPort == 0 { relayPort = LoopbackPort.free() }
+        let process = try await Peers.start(kind, port: relayPort, directory: directory)
+        relay = process
+        processes.append(process)
+    }
+
+    /// A radio-hub island; returns its port.
+    func startIsland() async throws -> Int {
+        let port = LoopbackPort.free()
+        let hub = try spawn(["radio-hub", "--listen", "127.0.0.1:\(port)", "--mtu", "512"], name: "hub-\(port)")
+        try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
+        return port
+    }
+
+    func spawn(_ arguments: [String], environment: [String: String] = [:], name: String) throws -> ChildProcess {
+        let process = try ChildProcess(TestEnvironment.bridgeExecutable, arguments, environment: environment, name: name)
+        processes.append(process)
+        return process
+    }
+
+    /// A bridge on `island`, with its own data directory `name` (kept across restarts).
+    func startBridge(_ name: String, island: Int, extra: [String: String] = [:]) async throws -> ChildProcess {
+        let environment = [
+            "BRIDGE_GEOHASH": "u4pruy", "BRIDGE_DATA_DIR": "\(directory)/\(name)", "BRIDGE_RELAYS": relayURL,
+            "BRIDGE_RELAY_DIRECTORY": "off", "BRIDGE_MESH": "tcp://127.0.0.1:\(island)", "BRIDGE_HTTP_LISTEN": "off",
+            "BRIDGE_NICKNAME": name, "BRIDGE_POW_BITS": "8",
+        ].merging(extra) { $1 }
+        let bridge = try spawn(["run"], environment: environment, name: name)
+        try await bridge.waitForLine(stderr: true, "\(name) connected to the relay") { $0.contains("relay connected") }
+        return bridge
+    }
+
+    /// A mesh-only phone printing what it hears.
+    func startReader(_ name: String, island: Int) async throws -> ChildProcess {
+        let reader = try spawn(["mesh", "listen", "--mesh", "tcp://127.0.0.1:\(island)", "--ephemeral", "--nickname", name], name: name)
+        try await reader.waitForLine("\(name) ready") { $0.contains("\"ready\"") }
+        return reader
+    }
+
+    /// Waits until `reader` has verified the announces of `count` bridges (so carriers can reach it).
+    func waitForBridges(_ reader: ChildProcess, count: Int) async throws {
+        _ = try await reader.waitForLines(count: count, timeout: .seconds(30), "bridge announces") {
+            $0.contains("\"peer\"") && $0.contains("\"bridge\"")
+        }
+    }
+
+    func deposit(island: Int, text: String, nickname: String = "phone") async throws -> String {
+        let phone = try spawn(
+            ["mesh", "deposit", "--mesh", "tcp://127.0.0.1:\(island)", "--ephemeral", "--nickname", nickname, "--cell", "u4pruy", text],
+            name: "depositor")
+        let line = try await phone.waitForLine("deposit") { $0.contains("\"deposited\"") }
+        return try #require(try JSONParser().parse(line)["eventID"]?.stringValue)
+    }
+
+    func post(_ text: String) async throws -> String {
+        let poster = try spawn(
+            ["nostr", "post", "--geohash", "u4pruy", "--relay", relayURL, "--pow", "8", text],
+            environment: ["BRIDGE_DATA_DIR": "\(directory)/poster-\(UUID().uuidString.prefix(6))"], name: "poster")
+        let line = try await poster.waitForLine("post") { $0.contains("\"published\"") }
+        return try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue)
+    }
+}
+
+/// Carrier lines a reader printed for `eventID`.
+func carriers(_ reader: ChildProcess, eventID: String) -> [JSONValue] {
+    reader.stdoutLines.compactMap { try? JSONParser().parse($0) }.filter {
+        $0["event"] == .string("carrier") && $0["nostrEvent"]?["id"] == .string(eventID)
+    }
+}
+
+@Suite("Bridge end to end (real relay, virtual radio, real processes)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeEndToEndTests {
+    @Test("phone → toBridge deposit → relay → other island's bridge → fromBridge → reader, once, signature intact")
+    func depositCrossesIslands() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        _ = try await world.startBridge("bridge-c", island: island2)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        let reader1 = try await world.startReader("reader1", island: island1)
+        try await world.waitForBridges(reader2, count: 1)
+        let id = try await world.deposit(island: island1, text: "hello from island one")
+        _ = try await reader2.waitForLine("the bridged message on island 2") { $0.contains(id) }
+        // Let the other bridge's hold and any echo play out: a second deposit is the barrier.
+        let barrier = try await world.deposit(island: island1, text: "barrier")
+        _ = try await reader2.waitForLine("the barrier") { $0.contains(barrier) }
+        let received = carriers(reader2, eventID: id)
+        #expect(received.count == 1)
+        #expect(received.first?["direction"] == .string("fromBridge"))
+        // The carried event verifies: the author's signature crossed intact.
+        let json = try #require(received.first?["nostrEvent"])
+        let verify = try world.spawn(["nostr", "verify"], name: "verify")
+        verify.write(JSONWriter.compact(json) + "\n")
+        verify.closeStdin()
+        #expect(try await verify.waitForExit() == 0)
+        // Island 1 has the radio copy: nothing comes back there.
+        #expect(carriers(reader1, eventID: id).isEmpty)
+        #expect(reader1.stdoutLines.contains { $0.contains("hello from island one") && $0.contains("\"message\"") })
+    }
+
+    @Test("channel event → fromGateway carrier on the mesh")
+    func channelReachesTheMesh() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        _ = try await world.startBridge("gateway", island: island)
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let id = try await world.post("hello from the internet")
+        _ = try await reader.waitForLine("the gateway carrier") { $0.contains(id) }
+        let received = carriers(reader, eventID: id)
+        #expect(received.count == 1 && received.first?["direction"] == .string("fromGateway"))
+    }
+
+    @Test("three bridges, two islands, one relay: every message reaches every island exactly once, also after a restart")
+    func threeBridgesTwoIslands() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        var bridgeB = try await world.startBridge("bridge-b", island: island1)
+        _ = try await world.startBridge("bridge-c", island: island2)
+        let reader1 = try await world.startReader("reader1", island: island1)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        try await world.waitForBridges(reader1, count: 2)
+        try await world.waitForBridges(reader2, count: 1)
+
+        var fromIsland1: [String] = []
+        var fromIsland2: [String] = []
+        var fromInternet: [String] = []
+        for round in 0..<2 {
+            for i in 0..<3 {
+                fromIsland1.append(try await world.deposit(island: island1, text: "one \(round).\(i)"))
+                fromIsland2.append(try await world.deposit(island: island2, text: "two \(round).\(i)"))
+                fromInternet.append(try await world.post("net \(round).\(i)"))
+            }
+            if round == 0 {
+                // Restart bridge B (graceful), then keep going.
+                bridgeB.stop()
+                bridgeB = try await world.startBridge("bridge-b", island: island1)
+                try await world.waitForBridges(reader1, count: 3)
+            }
+        }
+        // Barrier: the last message of each kind has arrived where it should.
+        _ = try await reader2.waitForLine("island-1 deposits on island 2") { $0.contains(fromIsland1.last!) }
+        _ = try await reader1.waitForLine("island-2 deposits on island 1") { $0.contains(fromIsland2.last!) }
+        _ = try await reader1.waitForLine("channel posts on island 1") { $0.contains(fromInternet.last!) }
+        _ = try await reader2.waitForLine("channel posts on island 2") { $0.contains(fromInternet.last!) }
+        try await Task.sleep(for: .seconds(2))  // the bridges' longest hold (1.5 s) for any late duplicate
+
+        for id in fromIsland1 {
+            #expect(carriers(reader2, eventID: id).count == 1, "island-1 message \(id) on island 2")
+            #expect(carriers(reader1, eventID: id).isEmpty, "island-1 message \(id) echoed on island 1")
+        }
+        for id in fromIsland2 {
+            #expect(carriers(reader1, eventID: id).count == 1, "island-2 message \(id) on island 1")
+            #expect(carriers(reader2, eventID: id).isEmpty, "island-2 message \(id) echoed on island 2")
+        }
+        for id in fromInternet {
+            #expect(carriers(reader1, eventID: id).count == 1, "channel post \(id) on island 1")
+            #expect(carriers(reader2, eventID: id).count == 1, "channel post \(id) on island 2")
+        }
+    }
+}
