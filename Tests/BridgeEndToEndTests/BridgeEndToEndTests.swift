@@ -184,3 +184,40 @@ struct BridgeEndToEndTests {
         }
     }
 }
+
+@Suite("Bridge crash safety (storing relay)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeCrashTests {
+    @Test("kill -9 and restart: the relay's replay is not forwarded again; the stranger cache survives")
+    func killNineRestart() async throws {
+        let world = World()
+        // nostr-relay stores kind 20000 and replays it to a new subscription: the backfill a restart sees.
+        try await world.startRelay(.nostrRelay)
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        let bridgeC = try await world.startBridge("bridge-c", island: island2)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        try await world.waitForBridges(reader2, count: 1)
+        let first = try await world.deposit(island: island1, text: "before the crash")
+        let channel = try await world.post("channel before the crash")
+        _ = try await reader2.waitForLine("deposit downlinked") { $0.contains(first) }
+        _ = try await reader2.waitForLine("post downlinked") { $0.contains(channel) }
+
+        bridgeC.stop(signal: SIGKILL)
+        // Same data directory, so the same peer ID: the reader does not report it as a new peer.
+        _ = try await world.startBridge("bridge-c", island: island2)
+        // After the restart a new message still crosses (the barrier), the replayed ones do not.
+        let after = try await world.deposit(island: island1, text: "after the crash")
+        _ = try await reader2.waitForLine("post-restart deposit") { $0.contains(after) }
+        try await Task.sleep(for: .seconds(2))
+        #expect(carriers(reader2, eventID: first).count == 1)
+        #expect(carriers(reader2, eventID: channel).count == 1)
+        #expect(carriers(reader2, eventID: after).count == 1)
+
+        // The stranger cache of the killed bridge opens and still knows the peers it met.
+        let stats = try world.spawn(
+            ["identities", "list", "--json", "--data-dir", "\(world.directory)/bridge-c"], name: "identities")
+        #expect(try await stats.waitForExit() == 0)
+        #expect(stats.stdoutLines.joined().contains("mesh:"), "\(stats.transcript)")
+    }
+}
