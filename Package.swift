@@ -47,12 +47,14 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BotProcess",
             ]
         ),
 
+        // Child processes with captured output (the demo and the end-to-end tests; Foundation's Process).
+        .target(name: "BotProcess"),
         // Test doubles and process helpers shared by test targets (not a product).
-        .target(name: "BridgeTestSupport"),
+        .target(name: "BridgeTestSupport", dependencies: ["BotProcess"]),
 
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage"]),

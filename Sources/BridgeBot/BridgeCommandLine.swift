@@ -11,6 +11,7 @@ enum BridgeCommandLine {
     /// Top-level commands: name, one-line summary, handler taking the remaining arguments.
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws(CommandExit) -> Void)] = [
         ("run", "Run the bridge (configuration: --config FILE and BRIDGE_* environment variables).", RunCommand.run),
+        ("demo", "Run the offline demo (relay, radio-hub, bridge, scripted phones on loopback).", DemoCommand.run),
         ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
