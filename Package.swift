@@ -27,6 +27,7 @@ let package = Package(
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
+        .target(name: "SpamFilter", dependencies: ["BotSupport"]),
 
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
