@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
         .target(name: "SpamFilter", dependencies: ["BotSupport"]),
+        // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
+        .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
 
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
@@ -42,6 +44,7 @@ let package = Package(
         .testTarget(name: "GeohashTests", dependencies: ["Geohash"]),
         .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
+        .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
     ]
 )
