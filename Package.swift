@@ -30,12 +30,16 @@ let package = Package(
         .target(name: "SpamFilter", dependencies: ["BotSupport"]),
         // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
         .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
+        .target(name: "ModerationLog", dependencies: ["SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
         .target(name: "Bridge", dependencies: ["BotCrypto", "BotSupport", "Nostr", "Geohash"]),
         .executableTarget(
             name: "BridgeBot",
-            dependencies: ["Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory"]
+            dependencies: [
+                "Bridge", "BotCrypto", "BotSupport", "Geohash", "Nostr", "RelayDirectory", "SpamFilter",
+                "SpamFilterReference", "ModerationLog",
+            ]
         ),
 
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
@@ -45,6 +49,7 @@ let package = Package(
         .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
+        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
     ]
 )

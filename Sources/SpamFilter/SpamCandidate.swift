@@ -128,6 +128,13 @@ public struct SpamVerdict: Sendable, Equatable {
     /// True when this verdict came from the message-id cache (nothing was spent).
     public var fromCache: Bool
 
+    public init(outcome: Outcome, rule: SpamRule?, figures: SpamFigures, fromCache: Bool) {
+        self.outcome = outcome
+        self.rule = rule
+        self.figures = figures
+        self.fromCache = fromCache
+    }
+
     /// Whether the bridge must drop the message.
     public var isHidden: Bool { outcome == .hidden }
     /// Whether the moderation log gets a record (hidden, or would have been in shadow mode).
