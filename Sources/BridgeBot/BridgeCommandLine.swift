@@ -13,6 +13,8 @@ enum BridgeCommandLine {
         ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
+        ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
+        ("modlog", "Show the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 
