@@ -4,7 +4,9 @@ import BotSupport
 /// side by side in one process and print figures and ratios (format: shared/spec/BENCH.md).
 enum BenchCommand {
     /// Every benchmark: name, one-line summary, and the function producing its report.
-    static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = []
+    static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = [
+        ("spam", "spam filter vs exhaustive reference: ordinary, flood, junk corpora; memory under a 100k-sender flood", SpamBench.run)
+    ]
 
     static var spec: CommandSpec {
         CommandSpec(

@@ -18,7 +18,7 @@ public struct AdmissionPolicy {
         /// Re-deliveries (other relays, other mesh links, gossip sync) come within minutes; 16,384 ids
         /// cover well over 10 min of the busiest channel and cost about 2 MB.
         public static let verdictCacheSize = 16_384
-        /// The short-text scan decision is memoised for lengths below this (longer texts compute it).
+        /// The shared-bigram requirement is memoised for lengths below this (longer texts compute it).
         static let fullScanMemoLength = 4096
     }
 
@@ -37,6 +37,15 @@ public struct AdmissionPolicy {
         var characters: TokenBucketSchedule
         var links: TokenBucketSchedule
         var lastActive: UInt64
+
+        /// Marks the sender active and folds spends older than the clamp window into checkpoints.
+        mutating func touch(activity: UInt64, horizon: Double) -> Bool {
+            lastActive = activity
+            message.prune(before: horizon)
+            characters.prune(before: horizon)
+            links.prune(before: horizon)
+            return true
+        }
     }
 
     public private(set) var config: SpamFilterConfig
@@ -49,7 +58,7 @@ public struct AdmissionPolicy {
     private var verdictOrder: [String?]
     private var verdictNext = 0
     private var comparator = Similarity.Comparator()
-    private var fullScanMemo: [Int8]
+    private var fullScanMemo: [Int32]
     public private(set) var stats = Stats()
 
     public init(config: SpamFilterConfig, exemptSenders: Set<String> = []) {
@@ -57,7 +66,7 @@ public struct AdmissionPolicy {
         self.exemptSenders = exemptSenders
         store = TextStore(capacity: config.storedTexts)
         verdictOrder = Array(repeating: nil, count: Limits.verdictCacheSize)
-        fullScanMemo = Array(repeating: -1, count: Limits.fullScanMemoLength)
+        fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
 
     // MARK: Operator controls
@@ -143,22 +152,17 @@ public struct AdmissionPolicy {
 
     private mutating func touchSender(_ key: String, now: Double) {
         activity += 1
-        if senders[key] != nil {
-            senders[key]?.lastActive = activity
-        } else {
-            senders[key] = SenderState(
-                message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
-                characters: TokenBucketSchedule(
-                    capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
-                links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
-                lastActive: activity
-            )
-            if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
-        }
         let horizon = now - config.timestampClampSeconds
-        senders[key]?.message.prune(before: horizon)
-        senders[key]?.characters.prune(before: horizon)
-        senders[key]?.links.prune(before: horizon)
+        let activity = self.activity
+        let known: Bool? = senders[key]?.touch(activity: activity, horizon: horizon)
+        guard known == nil else { return }
+        senders[key] = SenderState(
+            message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
+            characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
+            links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
+            lastActive: activity
+        )
+        if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
     }
 
     /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
@@ -247,35 +251,35 @@ public struct AdmissionPolicy {
         store.insert(senderKey: key, messageID: id, time: time, scalars: scalars, bigrams: TextStore.bigrams(of: scalars))
     }
 
+    /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
     private mutating func spend(
         _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double,
         explaining: Bool
     ) -> (accepted: Bool, figures: BucketFigures) {
-        guard var state = senders[key] else {
-            preconditionFailure("sender touched before spending")
-        }
-        let capacity = state[keyPath: bucket].capacity
-        let outcome = state[keyPath: bucket].spend(cost, at: time)
-        if !explaining || outcome.accepted { senders[key] = state }
+        let outcome = senders[key]?[keyPath: bucket].spend(cost, at: time)
+        let capacity = senders[key]?[keyPath: bucket].capacity ?? 0
+        guard let outcome else { preconditionFailure("sender touched before spending") }
         return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: capacity))
     }
 
     // MARK: Similarity scans
 
-    /// Whether a text of length `m` can be a near-copy of some stored text with which it shares no
-    /// bigram (then the index cannot be used and every stored text is a candidate).
-    private mutating func needsFullScan(_ m: Int) -> Bool {
-        if m < Limits.fullScanMemoLength, fullScanMemo[m] >= 0 { return fullScanMemo[m] == 1 }
+    /// The fewest bigrams a near-copy of a text of length `m` must share with it, over every stored
+    /// length `n` that can still reach the threshold: `min_n (3k − m − n − 1)` with `k = ⌈threshold·max(m, n)⌉`.
+    /// At most 0 means some near-copy may share no bigram: then every stored text is a candidate.
+    private mutating func requiredSharedBigrams(_ m: Int) -> Int {
+        if m < Limits.fullScanMemoLength, fullScanMemo[m] != Int32.min { return Int(fullScanMemo[m]) }
         let threshold = config.nearCopyThreshold
-        var result = false
+        var result = Int.max
         let upper = Int(Double(m) / threshold) + 2
         for n in 0...upper {
             let maxLength = max(m, n)
             let k = Similarity.minimumAlignment(maxLength: maxLength, threshold: threshold)
             guard k <= min(m, n) || maxLength == 0 else { continue }
-            if 3 * k - m - n - 1 <= 0 { result = true; break }
+            result = min(result, 3 * k - m - n - 1)
         }
-        if m < Limits.fullScanMemoLength { fullScanMemo[m] = result ? 1 : 0 }
+        if result == Int.max { result = 0 }
+        if m < Limits.fullScanMemoLength { fullScanMemo[m] = Int32(clamping: result) }
         return result
     }
 
@@ -285,7 +289,8 @@ public struct AdmissionPolicy {
         let threshold = config.nearCopyThreshold
         let window = config.repeatWindowSeconds
         var out: [(slot: Int, sequence: UInt64)] = []
-        if needsFullScan(m) {
+        let required = requiredSharedBigrams(m)
+        if required <= 0 {
             for slot in store.slotsNewestFirst() {
                 guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
                 let n = entry.scalars.count
@@ -294,13 +299,16 @@ public struct AdmissionPolicy {
             }
             return out.map(\.slot)
         }
-        let store = self.store
-        self.store.forEachSharingBigram(bigrams) { slot, shared in
-            guard let entry = store.slots[slot], abs(entry.time - time) < window else { return }
-            let n = entry.scalars.count
-            let k = Similarity.minimumAlignment(maxLength: max(m, n), threshold: threshold)
-            guard k <= min(m, n), shared >= 3 * k - m - n - 1 else { return }
-            out.append((slot, entry.sequence))
+        store.forEachSharingBigrams(
+            bigrams, total: max(m - 1, 0), required: required,
+            admit: { storedTime, n in
+                guard abs(storedTime - time) < window else { return nil }
+                let k = Similarity.minimumAlignment(maxLength: max(m, n), threshold: threshold)
+                guard k <= min(m, n) else { return nil }
+                return 3 * k - m - n - 1
+            }
+        ) { slot, sequence in
+            out.append((slot, sequence))
         }
         out.sort { $0.sequence > $1.sequence }
         return out.map(\.slot)

@@ -13,7 +13,8 @@ public enum Autocorrelation {
             for k in 1...(n / 2) {
                 let total = n - k
                 // Most mismatches A(k) ≥ threshold allows: mismatches ≤ total − ⌈threshold·total⌉.
-                var allowed = total
+                var allowed = total - Int((threshold * Double(total)).rounded(.up))
+                while allowed + 1 <= total, Double(total - allowed - 1) / Double(total) >= threshold { allowed += 1 }
                 while allowed >= 0, Double(total - allowed) / Double(total) < threshold { allowed -= 1 }
                 guard allowed >= 0 else { continue }
                 var mismatches = 0

@@ -19,16 +19,15 @@ struct TextStore {
         var bigrams: [(gram: UInt64, count: Int32)]
     }
 
-    struct Posting {
-        var slot: Int32
-        var count: Int32
-    }
-
     let capacity: Int
     private(set) var slots: [Entry?]
     private var next = 0
     private var sequence: UInt64 = 0
-    private var index: [UInt64: [Posting]] = [:]
+    private var index: BigramIndex
+    /// Per-slot copies of the fields the scan reads first, so rejecting a slot touches no strings.
+    private var times: [Double]
+    private var lengths: [Int]
+    private var sequences: [UInt64]
     /// Shared-bigram accumulator per slot, and the slots touched by the current query.
     private var accumulator: [Int32]
     private var touched: [Int32] = []
@@ -37,6 +36,10 @@ struct TextStore {
         self.capacity = capacity
         slots = Array(repeating: nil, count: capacity)
         accumulator = Array(repeating: 0, count: capacity)
+        index = BigramIndex(minimumCapacity: capacity * 64)
+        times = Array(repeating: 0, count: capacity)
+        lengths = Array(repeating: 0, count: capacity)
+        sequences = Array(repeating: 0, count: capacity)
     }
 
     var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
@@ -68,38 +71,84 @@ struct TextStore {
         sequence += 1
         let entry = Entry(sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, scalars: scalars, bigrams: bigrams)
         for (gram, count) in bigrams {
-            index[gram, default: []].append(Posting(slot: Int32(slot), count: count))
+            index.append(BigramIndex.Posting(slot: Int32(slot), count: count), for: gram)
         }
         slots[slot] = entry
+        times[slot] = time
+        lengths[slot] = scalars.count
+        sequences[slot] = sequence
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
-        for (gram, _) in entry.bigrams {
-            guard var list = index[gram] else { continue }
-            if let position = list.firstIndex(where: { $0.slot == Int32(slot) }) {
-                list.swapAt(position, list.count - 1)
-                list.removeLast()
-            }
-            index[gram] = list.isEmpty ? nil : list
-        }
+        for (gram, _) in entry.bigrams { index.remove(slot: Int32(slot), for: gram) }
     }
 
-    /// Shared-bigram counts (multiset intersection) of `bigrams` with every stored text sharing one;
-    /// calls `body(slot, shared)` for each, newest-first order is up to the caller.
-    mutating func forEachSharingBigram(_ bigrams: [(gram: UInt64, count: Int32)], _ body: (Int, Int) -> Void) {
+    /// Calls `body(slot, entry)` for every stored text that passes `admit` and shares at least as many
+    /// bigrams with the candidate as `admit` requires for it (exact multiset intersection).
+    ///
+    /// `required` is the smallest requirement `admit` can return. Prefix filtering: a text sharing
+    /// ≥ `required` of the candidate's `total` bigram occurrences must share at least one of any subset
+    /// of the candidate's bigrams whose occurrences add up to `total − required + 1`. So only the posting
+    /// lists of the rarest bigrams are walked (common ones like "e " or "th" touch nearly every stored
+    /// text); each text found is checked with `admit` (window, length) and then verified with an exact
+    /// merge of the two sorted bigram lists.
+    mutating func forEachSharingBigrams(
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int, admit: (_ time: Double, _ length: Int) -> Int?,
+        _ body: (_ slot: Int, _ sequence: UInt64) -> Void
+    ) {
+        guard required >= 1 else { return }
+        var lists: [(count: Int32, length: Int, position: Int)] = []
+        lists.reserveCapacity(bigrams.count)
+        var mass = 0
         for (gram, count) in bigrams {
-            guard let list = index[gram] else { continue }
-            for posting in list {
-                let slot = Int(posting.slot)
-                if accumulator[slot] == 0 { touched.append(posting.slot) }
-                accumulator[slot] += min(count, posting.count)
+            if let position = index.position(of: gram) {
+                lists.append((count, index.postingCount(at: position), position))
+            } else {
+                mass += Int(count)  // occurrences no stored text shares: in the prefix for free
             }
         }
-        for slot in touched {
-            body(Int(slot), Int(accumulator[Int(slot)]))
-            accumulator[Int(slot)] = 0
+        lists.sort { $0.length < $1.length }
+        let prefixMass = total - required + 1
+        for (count, _, position) in lists where mass < prefixMass {
+            mass += Int(count)
+            for posting in index.postings(at: position) where accumulator[Int(posting.slot)] == 0 {
+                let slot = Int(posting.slot)
+                accumulator[slot] = 1
+                touched.append(posting.slot)
+                guard let needed = admit(times[slot], lengths[slot]) else { continue }
+                guard let stored = slots[slot]?.bigrams else { continue }
+                if Self.shared(bigrams, stored) >= needed { body(slot, sequences[slot]) }
+            }
         }
+        for slot in touched { accumulator[Int(slot)] = 0 }
         touched.removeAll(keepingCapacity: true)
+    }
+
+    /// Multiset intersection size of two sorted bigram lists.
+    static func shared(_ a: [(gram: UInt64, count: Int32)], _ b: [(gram: UInt64, count: Int32)]) -> Int {
+        a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in shared(a, b) } }
+    }
+
+    private static func shared(
+        _ a: UnsafeBufferPointer<(gram: UInt64, count: Int32)>, _ b: UnsafeBufferPointer<(gram: UInt64, count: Int32)>
+    ) -> Int {
+        var i = 0
+        var j = 0
+        var total = 0
+        while i < a.count, j < b.count {
+            let x = a[i].gram
+            let y = b[j].gram
+            if x == y {
+                total += Int(min(a[i].count, b[j].count))
+                i += 1
+                j += 1
+            } else if x < y {
+                i += 1
+            } else {
+                j += 1
+            }
+        }
+        return total
     }
 
     /// Slots from newest to oldest.
@@ -116,7 +165,7 @@ struct TextStore {
 
     mutating func removeAll() {
         slots = Array(repeating: nil, count: capacity)
-        index = [:]
+        index.removeAll()
         next = 0
     }
 
