@@ -54,6 +54,12 @@ struct BigramIndex {
     @inline(__always)
     func postingCount(at position: Int) -> Int { lists[position].count }
 
+    /// Reads the postings at `position` without copying the list.
+    @inline(__always)
+    func withPostings<R>(at position: Int, _ body: (UnsafeBufferPointer<Posting>) -> R) -> R {
+        lists[position].withUnsafeBufferPointer(body)
+    }
+
     mutating func append(_ posting: Posting, for key: UInt64) {
         if let i = position(of: key) {
             lists[i].append(posting)

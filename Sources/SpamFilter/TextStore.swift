@@ -28,6 +28,8 @@ struct TextStore {
     private var times: [Double]
     private var lengths: [Int]
     private var sequences: [UInt64]
+    /// Per-slot shared-bigram requirement during a query (``unseen`` / ``rejected`` markers otherwise).
+    private var needed: [Int32]
     /// Shared-bigram accumulator per slot, and the slots touched by the current query.
     private var accumulator: [Int32]
     private var touched: [Int32] = []
@@ -40,6 +42,7 @@ struct TextStore {
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
         sequences = Array(repeating: 0, count: capacity)
+        needed = Array(repeating: Int32.min, count: capacity)
     }
 
     var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
@@ -83,18 +86,17 @@ struct TextStore {
         for (gram, _) in entry.bigrams { index.remove(slot: Int32(slot), for: gram) }
     }
 
-    /// Calls `body(slot, entry)` for every stored text that passes `admit` and shares at least as many
-    /// bigrams with the candidate as `admit` requires for it (exact multiset intersection).
+    /// Calls `body(slot, sequence)` for every stored text that passes `admit` and shares at least as
+    /// many bigrams with the candidate as `admit` requires for it (exact multiset intersection).
     ///
     /// `required` is the smallest requirement `admit` can return. Prefix filtering: a text sharing
     /// ≥ `required` of the candidate's `total` bigram occurrences must share at least one of any subset
-    /// of the candidate's bigrams whose occurrences add up to `total − required + 1`. So only the posting
-    /// lists of the rarest bigrams are walked (common ones like "e " or "th" touch nearly every stored
-    /// text); each text found is checked with `admit` (window, length) and then verified with an exact
-    /// merge of the two sorted bigram lists.
+    /// of the candidate's bigrams whose occurrences add up to `total − required + 1`. So only the
+    /// posting lists of the rarest bigrams can admit a stored text (checked once with `admit`: window,
+    /// length); the remaining, common bigrams' lists only add to the counts of texts already admitted.
     mutating func forEachSharingBigrams(
-        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int, admit: (_ time: Double, _ length: Int) -> Int?,
-        _ body: (_ slot: Int, _ sequence: UInt64) -> Void
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int,
+        admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int, _ sequence: UInt64) -> Void
     ) {
         guard required >= 1 else { return }
         var lists: [(count: Int32, length: Int, position: Int)] = []
@@ -109,20 +111,36 @@ struct TextStore {
         }
         lists.sort { $0.length < $1.length }
         let prefixMass = total - required + 1
-        for (count, _, position) in lists where mass < prefixMass {
-            mass += Int(count)
-            for posting in index.postings(at: position) where accumulator[Int(posting.slot)] == 0 {
-                let slot = Int(posting.slot)
-                accumulator[slot] = 1
-                touched.append(posting.slot)
-                guard let needed = admit(times[slot], lengths[slot]) else { continue }
-                guard let stored = slots[slot]?.bigrams else { continue }
-                if Self.shared(bigrams, stored) >= needed { body(slot, sequences[slot]) }
+        accumulator.withUnsafeMutableBufferPointer { shared in
+            needed.withUnsafeMutableBufferPointer { needed in
+                for (count, _, position) in lists {
+                    let admitting = mass < prefixMass
+                    mass += Int(count)
+                    index.withPostings(at: position) { postings in
+                        for posting in postings {
+                            let slot = Int(posting.slot)
+                            if needed[slot] == Self.unseen {
+                                guard admitting else { continue }
+                                touched.append(posting.slot)
+                                needed[slot] = admit(times[slot], lengths[slot]).map { Int32(clamping: $0) } ?? Self.rejected
+                            }
+                            if needed[slot] != Self.rejected { shared[slot] += min(count, posting.count) }
+                        }
+                    }
+                }
+                for slot in touched {
+                    let s = Int(slot)
+                    if needed[s] != Self.rejected, shared[s] >= needed[s] { body(s, sequences[s]) }
+                    needed[s] = Self.unseen
+                    shared[s] = 0
+                }
             }
         }
-        for slot in touched { accumulator[Int(slot)] = 0 }
         touched.removeAll(keepingCapacity: true)
     }
+
+    private static let unseen = Int32.min
+    private static let rejected = Int32.min + 1
 
     /// Multiset intersection size of two sorted bigram lists.
     static func shared(_ a: [(gram: UInt64, count: Int32)], _ b: [(gram: UInt64, count: Int32)]) -> Int {
