@@ -49,6 +49,7 @@ let package = Package(
         .testTarget(name: "RelayDirectoryTests", dependencies: ["RelayDirectory", "Geohash", "BotSupport"]),
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
+        // Also runs the built `bitchat-bridge` (spam, modlog, bench spam) end to end.
         .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotSupport", "Nostr"]),
     ]
