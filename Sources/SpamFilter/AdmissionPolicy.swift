@@ -222,7 +222,7 @@ public struct AdmissionPolicy {
 
         // 4 and 5. Near-copies.
         let candidates = similarityCandidates(scalars, bigrams, time: time)
-        comparator.load(scalars)
+        if !candidates.isEmpty { comparator.load(scalars) }
         let repeated = scanOwn(candidates, scalars, key: key, exhaustive: explaining)
         result.figures.repeated = repeated
         if repeated.count >= config.repeatedMessagePriorCopies, fire(.repeatedMessage) { return result }

@@ -77,11 +77,9 @@ struct BigramIndex {
     /// Removes `slot`'s posting under `key` (no-op when absent).
     mutating func remove(slot: Int32, for key: UInt64) {
         guard let i = position(of: key) else { return }
-        if let p = lists[i].firstIndex(where: { $0.slot == slot }) {
-            let last = lists[i].count - 1
-            lists[i].swapAt(p, last)
-            lists[i].removeLast()
-        }
+        // Lists stay in insertion order and the store evicts its oldest text, so the posting is
+        // almost always first: found at once, removed with one short memmove.
+        if let p = lists[i].firstIndex(where: { $0.slot == slot }) { lists[i].remove(at: p) }
         if lists[i].isEmpty {
             keys[i] = Self.tombstone
             lists[i] = []

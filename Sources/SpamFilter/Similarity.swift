@@ -68,14 +68,16 @@ public enum Similarity {
             a = text
             var size = 16
             while size < text.count * 2 { size <<= 1 }
-            mask = size - 1
-            if keys.count != size {
+            // The table only grows: a smaller text reuses it (and still probes with the table's own mask).
+            if keys.count < size {
                 keys = [UInt32](repeating: Self.empty, count: size)
                 starts = [Int32](repeating: 0, count: size)
                 counts = [Int32](repeating: 0, count: size)
             } else {
+                size = keys.count
                 for k in 0..<size { keys[k] = Self.empty; counts[k] = 0 }
             }
+            mask = size - 1
             for c in text {
                 let slot = findOrInsert(c)
                 counts[slot] += 1

@@ -111,28 +111,56 @@ struct TextStore {
         }
         lists.sort { $0.length < $1.length }
         let prefixMass = total - required + 1
+        var admitted: [Int32] = []
         accumulator.withUnsafeMutableBufferPointer { shared in
             needed.withUnsafeMutableBufferPointer { needed in
-                for (count, _, position) in lists {
-                    let admitting = mass < prefixMass
+                // Phase 1: the rarest lists admit texts (and count toward them).
+                var next = 0
+                while next < lists.count, mass < prefixMass {
+                    let (count, _, position) = lists[next]
+                    next += 1
                     mass += Int(count)
                     index.withPostings(at: position) { postings in
                         for posting in postings {
                             let slot = Int(posting.slot)
                             if needed[slot] == Self.unseen {
-                                guard admitting else { continue }
                                 touched.append(posting.slot)
-                                needed[slot] = admit(times[slot], lengths[slot]).map { Int32(clamping: $0) } ?? Self.rejected
+                                if let requirement = admit(times[slot], lengths[slot]) {
+                                    needed[slot] = Int32(clamping: requirement)
+                                    admitted.append(posting.slot)
+                                } else {
+                                    needed[slot] = Self.rejected
+                                    continue
+                                }
                             }
                             if needed[slot] != Self.rejected { shared[slot] += min(count, posting.count) }
                         }
                     }
                 }
+                // Phase 2: complete the counts of the admitted texts, by walking the remaining (common)
+                // lists or, when few texts were admitted, by merging their bigram lists directly.
+                if !admitted.isEmpty {
+                    let remaining = lists[next...].reduce(0) { $0 + $1.length }
+                    if admitted.count * 2 * bigrams.count < remaining {
+                        for slot in admitted {
+                            shared[Int(slot)] = Int32(clamping: Self.shared(bigrams, slots[Int(slot)]?.bigrams ?? []))
+                        }
+                    } else {
+                        for (count, _, position) in lists[next...] {
+                            index.withPostings(at: position) { postings in
+                                for posting in postings where needed[Int(posting.slot)] > Self.rejected {
+                                    shared[Int(posting.slot)] += min(count, posting.count)
+                                }
+                            }
+                        }
+                    }
+                    for slot in admitted where shared[Int(slot)] >= needed[Int(slot)] {
+                        body(Int(slot), sequences[Int(slot)])
+                    }
+                }
                 for slot in touched {
-                    let s = Int(slot)
-                    if needed[s] != Self.rejected, shared[s] >= needed[s] { body(s, sequences[s]) }
-                    needed[s] = Self.unseen
-                    shared[s] = 0
+                    needed[Int(slot)] = Self.unseen
+                    shared[Int(slot)] = 0
                 }
             }
         }
