@@ -2,7 +2,8 @@
 import PackageDescription
 
 /// Layering (arrows point down only; modules on one level never import each other):
-/// BridgeBot → Bridge → {Nostr, RelayDirectory, Geohash} → {BotCrypto, BotStorage, BotSupport} → C system libraries.
+/// BridgeBot → Bridge → ModerationLog → {Nostr, RelayDirectory, Geohash, SpamFilter} → {BotCrypto, BotStorage, BotSupport}
+/// → C system libraries. (SpamFilterReference sits beside SpamFilter for tests and `bench spam` only.)
 /// Each C library is imported by exactly one Swift wrapper module.
 let package = Package(
     name: "bitchat-bridge",
