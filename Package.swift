@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
-        .target(name: "SpamFilter", dependencies: ["BotSupport"]),
+        .target(name: "SpamFilter", dependencies: ["BotSupport"], exclude: ["README.md"]),
         // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
         .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
         .target(name: "ModerationLog", dependencies: ["SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
