@@ -13,7 +13,7 @@
 /// - An evicted sender loses its buckets only; its texts stay in the store for the similarity rules.
 /// - A re-delivered message id returns the cached verdict as long as it is among the last
 ///   ``Limits/verdictCacheSize`` judged ids.
-public struct AdmissionPolicy {
+public struct AdmissionPolicy: Sendable {
     public enum Limits {
         /// Re-deliveries (other relays, other mesh links, gossip sync) come within minutes; 16,384 ids
         /// cover well over 10 min of the busiest channel and cost about 2 MB.
@@ -32,7 +32,7 @@ public struct AdmissionPolicy {
         public var hidden = 0
     }
 
-    struct SenderState {
+    struct SenderState: Sendable {
         var message: TokenBucketSchedule
         var characters: TokenBucketSchedule
         var links: TokenBucketSchedule
@@ -177,7 +177,7 @@ public struct AdmissionPolicy {
         }
     }
 
-    struct Evaluation {
+    struct Evaluation: Sendable {
         var figures = SpamFigures()
         var fired: [SpamRule] = []
     }

@@ -5,8 +5,8 @@
 /// cheaper. Keys are never 0 (a bigram of two NULs cannot survive normalisation, which drops controls),
 /// so 0 marks an empty slot; deleted keys become tombstones and the table is rebuilt when live keys
 /// plus tombstones pass half its size. Size is bounded by the stored texts' distinct bigrams.
-struct BigramIndex {
-    struct Posting {
+struct BigramIndex: Sendable {
+    struct Posting: Sendable {
         var slot: Int32
         var count: Int32
     }

@@ -50,7 +50,7 @@ public enum Similarity {
     ///
     /// Loading builds an occurrence table of the candidate's scalars, so counting the diagonals
     /// against `b` costs `n + Σ_c count_a(c)·count_b(c)` instead of `m·n`.
-    public struct Comparator {
+    public struct Comparator: Sendable {
         private(set) var a: [UInt32] = []
         private var keys: [UInt32] = []
         private var starts: [Int32] = []

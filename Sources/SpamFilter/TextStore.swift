@@ -8,8 +8,8 @@
 /// L − 1 shared positional bigrams, so the bigram multisets of the two texts share at least
 /// `3k − m − n − 1` bigrams. A stored text whose shared-bigram count is below that for
 /// `k = ⌈threshold·max(m, n)⌉` cannot be a near-copy and is skipped.
-struct TextStore {
-    struct Entry {
+struct TextStore: Sendable {
+    struct Entry: Sendable {
         var sequence: UInt64
         var senderKey: String
         var messageID: String
