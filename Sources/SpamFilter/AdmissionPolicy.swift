@@ -55,17 +55,19 @@ public struct AdmissionPolicy: Sendable {
     private var activity: UInt64 = 0
     private var store: TextStore
     private var verdicts: [String: SpamVerdict] = [:]
-    private var verdictOrder: [String?]
+    private var verdictOrder: [String]
     private var verdictNext = 0
     private var comparator = Similarity.Comparator()
     private var fullScanMemo: [Int32]
+    /// `Similarity.minimumAlignment(maxLength: M, threshold:)` for every M computed so far (grows on demand).
+    private var minimumAlignments: [Int32] = []
     public private(set) var stats = Stats()
 
     public init(config: SpamFilterConfig, exemptSenders: Set<String> = []) {
         self.config = config
         self.exemptSenders = exemptSenders
         store = TextStore(capacity: config.storedTexts)
-        verdictOrder = Array(repeating: nil, count: Limits.verdictCacheSize)
+        verdictOrder = []
         fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
 
@@ -87,7 +89,7 @@ public struct AdmissionPolicy: Sendable {
         senders.removeAll()
         store.removeAll()
         verdicts.removeAll()
-        verdictOrder = Array(repeating: nil, count: Limits.verdictCacheSize)
+        verdictOrder = []
         verdictNext = 0
     }
 
@@ -138,11 +140,33 @@ public struct AdmissionPolicy: Sendable {
         return (evaluation.figures, evaluation.fired)
     }
 
+    /// Caches a verdict; the ring of ids grows to the limit, then overwrites its oldest (O(1) eviction).
     private mutating func remember(_ id: String, _ verdict: SpamVerdict) {
-        if let old = verdictOrder[verdictNext] { verdicts[old] = nil }
-        verdictOrder[verdictNext] = id
-        verdictNext = (verdictNext + 1) % Limits.verdictCacheSize
+        if verdictOrder.count < Limits.verdictCacheSize {
+            verdictOrder.append(id)
+        } else {
+            verdicts[verdictOrder[verdictNext]] = nil
+            verdictOrder[verdictNext] = id
+            verdictNext = (verdictNext + 1) % Limits.verdictCacheSize
+        }
         verdicts[id] = verdict
+    }
+
+    /// Smallest alignment that reaches the near-copy threshold for texts of maximum length `maxLength`.
+    @inline(__always)
+    private func minimumAlignment(_ maxLength: Int) -> Int {
+        maxLength < minimumAlignments.count
+            ? Int(minimumAlignments[maxLength])
+            : Similarity.minimumAlignment(maxLength: maxLength, threshold: config.nearCopyThreshold)
+    }
+
+    /// Extends the memo of ``minimumAlignment(_:)`` to every length up to `length` (bounded by the memo limit).
+    private mutating func memoiseMinimumAlignments(upTo length: Int) {
+        let target = min(length, Limits.fullScanMemoLength - 1)
+        while minimumAlignments.count <= target {
+            minimumAlignments.append(
+                Int32(Similarity.minimumAlignment(maxLength: minimumAlignments.count, threshold: config.nearCopyThreshold)))
+        }
     }
 
     private func clamp(_ timestamp: Double, now: Double) -> Double {
@@ -268,13 +292,14 @@ public struct AdmissionPolicy: Sendable {
     /// length `n` that can still reach the threshold: `min_n (3k − m − n − 1)` with `k = ⌈threshold·max(m, n)⌉`.
     /// At most 0 means some near-copy may share no bigram: then every stored text is a candidate.
     private mutating func requiredSharedBigrams(_ m: Int) -> Int {
-        if m < Limits.fullScanMemoLength, fullScanMemo[m] != Int32.min { return Int(fullScanMemo[m]) }
         let threshold = config.nearCopyThreshold
-        var result = Int.max
         let upper = Int(Double(m) / threshold) + 2
+        memoiseMinimumAlignments(upTo: upper)
+        if m < Limits.fullScanMemoLength, fullScanMemo[m] != Int32.min { return Int(fullScanMemo[m]) }
+        var result = Int.max
         for n in 0...upper {
             let maxLength = max(m, n)
-            let k = Similarity.minimumAlignment(maxLength: maxLength, threshold: threshold)
+            let k = minimumAlignment(maxLength)
             guard k <= min(m, n) || maxLength == 0 else { continue }
             result = min(result, 3 * k - m - n - 1)
         }
@@ -294,16 +319,19 @@ public struct AdmissionPolicy: Sendable {
             for slot in store.slotsNewestFirst() {
                 guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
                 let n = entry.scalars.count
-                let k = Similarity.minimumAlignment(maxLength: max(m, n), threshold: threshold)
+                let k = minimumAlignment(max(m, n))
                 if k <= min(m, n) { out.append((slot, entry.sequence)) }
             }
             return out.map(\.slot)
         }
+        let table = minimumAlignments
         store.forEachSharingBigrams(
             bigrams, total: max(m - 1, 0), required: required,
             admit: { storedTime, n in
                 guard abs(storedTime - time) < window else { return nil }
-                let k = Similarity.minimumAlignment(maxLength: max(m, n), threshold: threshold)
+                let maxLength = max(m, n)
+                let k = maxLength < table.count
+                    ? Int(table[maxLength]) : Similarity.minimumAlignment(maxLength: maxLength, threshold: threshold)
                 guard k <= min(m, n) else { return nil }
                 return 3 * k - m - n - 1
             }

@@ -20,7 +20,7 @@ struct BigramIndex: Sendable {
     private var live = 0
     private var dead = 0
 
-    init(minimumCapacity: Int = 1024) {
+    init(minimumCapacity: Int = 256) {
         var size = 16
         while size < minimumCapacity * 2 { size <<= 1 }
         keys = Array(repeating: Self.empty, count: size)
@@ -106,6 +106,6 @@ struct BigramIndex: Sendable {
     }
 
     mutating func removeAll() {
-        self = BigramIndex(minimumCapacity: keys.count / 2)
+        self = BigramIndex()
     }
 }

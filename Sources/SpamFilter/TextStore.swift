@@ -30,6 +30,9 @@ struct TextStore: Sendable {
     private var sequences: [UInt64]
     /// Per-slot shared-bigram requirement during a query (``unseen`` / ``rejected`` markers otherwise).
     private var needed: [Int32]
+    /// Reused per query (no allocation per judgment).
+    private var scratchLists: [(count: Int32, length: Int, position: Int)] = []
+    private var scratchAdmitted: [Int32] = []
     /// Shared-bigram accumulator per slot, and the slots touched by the current query.
     private var accumulator: [Int32]
     private var touched: [Int32] = []
@@ -38,7 +41,7 @@ struct TextStore: Sendable {
         self.capacity = capacity
         slots = Array(repeating: nil, count: capacity)
         accumulator = Array(repeating: 0, count: capacity)
-        index = BigramIndex(minimumCapacity: capacity * 64)
+        index = BigramIndex(minimumCapacity: 256)
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
         sequences = Array(repeating: 0, count: capacity)
@@ -99,8 +102,14 @@ struct TextStore: Sendable {
         admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int, _ sequence: UInt64) -> Void
     ) {
         guard required >= 1 else { return }
-        var lists: [(count: Int32, length: Int, position: Int)] = []
-        lists.reserveCapacity(bigrams.count)
+        var lists = scratchLists
+        lists.removeAll(keepingCapacity: true)
+        var admitted = scratchAdmitted
+        admitted.removeAll(keepingCapacity: true)
+        defer {
+            scratchLists = lists
+            scratchAdmitted = admitted
+        }
         var mass = 0
         for (gram, count) in bigrams {
             if let position = index.position(of: gram) {
@@ -111,7 +120,6 @@ struct TextStore: Sendable {
         }
         lists.sort { $0.length < $1.length }
         let prefixMass = total - required + 1
-        var admitted: [Int32] = []
         accumulator.withUnsafeMutableBufferPointer { shared in
             needed.withUnsafeMutableBufferPointer { needed in
                 // Phase 1: the rarest lists admit texts (and count toward them).

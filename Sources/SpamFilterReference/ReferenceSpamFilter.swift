@@ -102,23 +102,32 @@ public struct ReferenceSpamFilter {
         return Double(align(a, b)) / Double(maxLength)
     }
 
-    /// The 3 fullest diagonals by direct counting (ties: smaller |d|, then smaller d).
+    /// The 3 fullest diagonals by direct counting over all pairs (ties: smaller |d|, then smaller d).
     public static func peaks(_ a: [UInt32], _ b: [UInt32]) -> [(d: Int, c: Int)] {
         let m = a.count
         let n = b.count
         guard m > 0, n > 0 else { return [] }
-        var all: [(d: Int, c: Int)] = []
-        for d in -(n - 1)...(m - 1) {
-            var c = 0
-            for i in 0..<m where i - d >= 0 && i - d < n && a[i] == b[i - d] { c += 1 }
-            all.append((d, c))
+        var counts = [Int](repeating: 0, count: m + n - 1)
+        for i in 0..<m {
+            for j in 0..<n where a[i] == b[j] { counts[i - j + n - 1] += 1 }
         }
-        all.sort { x, y in
+        func better(_ x: (d: Int, c: Int), _ y: (d: Int, c: Int)) -> Bool {
             if x.c != y.c { return x.c > y.c }
             if abs(x.d) != abs(y.d) { return abs(x.d) < abs(y.d) }
             return x.d < y.d
         }
-        return Array(all.prefix(3))
+        var best: [(d: Int, c: Int)] = []
+        for _ in 0..<min(3, counts.count) {
+            var pick: (d: Int, c: Int)?
+            for (index, c) in counts.enumerated() {
+                let candidate = (d: index - (n - 1), c: c)
+                if best.contains(where: { $0.d == candidate.d }) { continue }
+                if let current = pick, !better(candidate, current) { continue }
+                pick = candidate
+            }
+            if let pick { best.append(pick) }
+        }
+        return best
     }
 
     /// LCS restricted to matched pairs on the 3 peak diagonals, by the textbook O(m·n) table.
@@ -126,7 +135,7 @@ public struct ReferenceSpamFilter {
         let m = a.count
         let n = b.count
         guard m > 0, n > 0 else { return 0 }
-        let diagonals = Set(peaks(a, b).map(\.d))
+        let diagonals = peaks(a, b).map(\.d)
         var previous = [Int](repeating: 0, count: n + 1)
         var current = [Int](repeating: 0, count: n + 1)
         for i in 1...m {
