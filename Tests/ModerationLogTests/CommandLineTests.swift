@@ -149,6 +149,8 @@ struct CommandLineTests {
         #expect(try run(["modlog", "--data-dir", directory.path, "--rule", "nope"]).status == 64)
         #expect(try run(["modlog", "--data-dir", directory.path, "--since", "soon"]).status == 64)
         #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "0"]).status == 64)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000000"]).status == 0)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000001"]).status == 64)
     }
 
     @Test func benchSpamQuickPrintsTheBenchJSON() throws {

@@ -147,6 +147,10 @@ struct ModerationLogTests {
         #expect(throws: SpamConfigError.wrongType(field: "modlog.log_text", expected: "true or false")) {
             try ModerationLogConfig(json: try JSONParser().parse(#"{"log_text": "no"}"#))
         }
+        #expect(throws: Never.self) { try ModerationLogConfig(json: try JSONParser().parse(#"{"max_records": 10000000}"#)) }
+        #expect(throws: SpamConfigError.outOfRange(field: "modlog.max_records", reason: "must be between 1 and 10000000")) {
+            try ModerationLogConfig(json: try JSONParser().parse(#"{"max_records": 10000001}"#))
+        }
         #expect(throws: SpamConfigError.unknownField(field: "modlog.retention")) {
             try ModerationLogConfig(json: try JSONParser().parse(#"{"retention": 3}"#))
         }
