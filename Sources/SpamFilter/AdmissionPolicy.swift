@@ -228,7 +228,7 @@ public struct AdmissionPolicy: Sendable {
         let scalars = TextNormalizer.normalize(text)
         let bigrams = TextStore.bigrams(of: scalars)
         result.figures.normalizedLength = scalars.count
-        defer { if !explaining { store.insert(senderKey: key, messageID: candidate.messageID, time: time, scalars: scalars, bigrams: bigrams) } }
+        defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
         let characters = spend(key, \.characters, Double(scalars.count), at: time, explaining: explaining)
@@ -272,7 +272,20 @@ public struct AdmissionPolicy: Sendable {
 
     private mutating func storeText(_ text: String, _ key: String, _ id: String, _ time: Double) {
         let scalars = TextNormalizer.normalize(text)
-        store.insert(senderKey: key, messageID: id, time: time, scalars: scalars, bigrams: TextStore.bigrams(of: scalars))
+        storeScalars(scalars, TextStore.bigrams(of: scalars), key, id, time)
+    }
+
+    /// Stores a judged text. A text so long that no message passing the character rule could be its
+    /// near-copy (`threshold·n > character capacity`, while a judged message has `m ≤ capacity`) keeps
+    /// its slot and length but not its scalars: a 64 KB spam text then costs a few bytes, and the
+    /// ring evicts exactly as the reference does.
+    private mutating func storeScalars(
+        _ scalars: [UInt32], _ bigrams: [(gram: UInt64, count: Int32)], _ key: String, _ id: String, _ time: Double
+    ) {
+        let unreachable = Double(scalars.count) * config.nearCopyThreshold > config.characterBucket.capacity
+        store.insert(
+            senderKey: key, messageID: id, time: time, length: scalars.count, scalars: unreachable ? [] : scalars,
+            bigrams: unreachable ? [] : bigrams)
     }
 
     /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
@@ -318,7 +331,7 @@ public struct AdmissionPolicy: Sendable {
         if required <= 0 {
             for slot in store.slotsNewestFirst() {
                 guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
-                let n = entry.scalars.count
+                let n = entry.length
                 let k = minimumAlignment(max(m, n))
                 if k <= min(m, n) { out.append((slot, entry.sequence)) }
             }

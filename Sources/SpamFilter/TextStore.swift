@@ -14,6 +14,8 @@ struct TextStore: Sendable {
         var senderKey: String
         var messageID: String
         var time: Double
+        /// Normalised length (kept even when the scalars are not, see `AdmissionPolicy.storeScalars`).
+        var length: Int
         var scalars: [UInt32]
         /// Distinct bigrams with their counts, sorted by bigram.
         var bigrams: [(gram: UInt64, count: Int32)]
@@ -70,18 +72,22 @@ struct TextStore: Sendable {
     }
 
     /// Adds an entry, evicting the oldest when full.
-    mutating func insert(senderKey: String, messageID: String, time: Double, scalars: [UInt32], bigrams: [(gram: UInt64, count: Int32)]) {
+    mutating func insert(
+        senderKey: String, messageID: String, time: Double, length: Int, scalars: [UInt32], bigrams: [(gram: UInt64, count: Int32)]
+    ) {
         let slot = next
         next = (next + 1) % capacity
         if let old = slots[slot] { unindex(old, slot: slot) }
         sequence += 1
-        let entry = Entry(sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, scalars: scalars, bigrams: bigrams)
+        let entry = Entry(
+            sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
+            bigrams: bigrams)
         for (gram, count) in bigrams {
             index.append(BigramIndex.Posting(slot: Int32(slot), count: count), for: gram)
         }
         slots[slot] = entry
         times[slot] = time
-        lengths[slot] = scalars.count
+        lengths[slot] = length
         sequences[slot] = sequence
     }
 

@@ -53,7 +53,9 @@ struct LimitsTests {
         var store = TextStore(capacity: 3)
         for i in 0..<4 {
             let scalars = Array("text \(i)".unicodeScalars.map(\.value))
-            store.insert(senderKey: "s", messageID: "m\(i)", time: 0, scalars: scalars, bigrams: TextStore.bigrams(of: scalars))
+            store.insert(
+                senderKey: "s", messageID: "m\(i)", time: 0, length: scalars.count, scalars: scalars,
+                bigrams: TextStore.bigrams(of: scalars))
             #expect(store.count == min(i + 1, 3))
         }
         let ids = store.slotsNewestFirst().compactMap { store.slots[$0]?.messageID }
