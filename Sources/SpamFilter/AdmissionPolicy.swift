@@ -218,7 +218,7 @@ public struct AdmissionPolicy: Sendable {
         }
 
         // 1. Message rate.
-        let message = spend(key, \.message, 1, at: time, explaining: explaining)
+        let message = spend(key, \.message, 1, at: time)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -231,7 +231,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = spend(key, \.characters, Double(scalars.count), at: time, explaining: explaining)
+        let characters = spend(key, \.characters, Double(scalars.count), at: time)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -239,7 +239,7 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = spend(key, \.links, Double(links), at: time, explaining: explaining)
+            let spent = spend(key, \.links, Double(links), at: time)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }
@@ -290,8 +290,7 @@ public struct AdmissionPolicy: Sendable {
 
     /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
     private mutating func spend(
-        _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double,
-        explaining: Bool
+        _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double
     ) -> (accepted: Bool, figures: BucketFigures) {
         let outcome = senders[key]?[keyPath: bucket].spend(cost, at: time)
         let capacity = senders[key]?[keyPath: bucket].capacity ?? 0
