@@ -2,7 +2,8 @@
 import PackageDescription
 
 /// Layering (arrows point down only; modules on one level never import each other):
-/// BridgeBot → Bridge → {Nostr, RelayDirectory, Geohash} → {BotCrypto, BotStorage, BotSupport} → C system libraries.
+/// BridgeBot → Bridge → ModerationLog → {Nostr, RelayDirectory, Geohash, SpamFilter} → {BotCrypto, BotStorage, BotSupport}
+/// → C system libraries. (SpamFilterReference sits beside SpamFilter for tests and `bench spam` only.)
 /// Each C library is imported by exactly one Swift wrapper module.
 let package = Package(
     name: "bitchat-bridge",
@@ -37,6 +38,10 @@ let package = Package(
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
         .target(name: "NostrRelay", dependencies: ["Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport"]),
+        .target(name: "SpamFilter", dependencies: ["BotSupport"], exclude: ["README.md"]),
+        // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
+        .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
+        .target(name: "ModerationLog", dependencies: ["SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
         .target(
@@ -47,7 +52,8 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BotProcess",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BotProcess", "SpamFilter",
+                "SpamFilterReference", "ModerationLog",
             ]
         ),
 
@@ -88,6 +94,8 @@ let package = Package(
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
         .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
+        .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
+        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),
     ]
 )
 

@@ -20,6 +20,8 @@ enum BridgeCommandLine {
         ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
         ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines) or say one signed public message.", MeshCommand.run),
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
+        ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
+        ("modlog", "Show the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 
