@@ -46,7 +46,10 @@ let package = Package(
         // The product core and the executable.
         .target(
             name: "Bridge",
-            dependencies: ["BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "Nostr"]
+            dependencies: [
+                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "ModerationLog",
+                "Nostr", "SpamFilter",
+            ]
         ),
         .executableTarget(
             name: "BridgeBot",

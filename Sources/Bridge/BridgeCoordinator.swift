@@ -24,26 +24,8 @@ public enum BridgeRelayInput: Sendable {
 /// and called only from it (so implementations need not be thread-safe).
 public protocol BridgeJudgement: AnyObject {
     func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> BridgeRouter.Verdict
-}
-
-/// The block list alone (the operator's `block` verb and policy file): blocked keys never cross.
-public final class BlockListJudgement: BridgeJudgement {
-    private let identities: PeerIdentityCache
-    private let onHidden: (BridgeRouter.Candidate, String) -> Void
-
-    public init(identities: PeerIdentityCache, onHidden: @escaping (BridgeRouter.Candidate, String) -> Void = { _, _ in }) {
-        self.identities = identities
-        self.onHidden = onHidden
-    }
-
-    public func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> BridgeRouter.Verdict {
-        guard let identity = candidate.identity else { return .pass }
-        // Fail closed: a block list we cannot read hides rather than forwards.
-        let blocked = (try? identities.isBlocked(identity)) ?? true
-        guard blocked else { return .pass }
-        onHidden(candidate, "blocked")
-        return .hide(rule: "blocked")
-    }
+    /// Periodic upkeep (moderation-log retention); called about once a minute.
+    func maintain(now: Double)
 }
 
 /// Runs the bridge: feeds relay events, mesh actions and time into the pure ``BridgeRouter`` and performs
@@ -114,7 +96,7 @@ public actor BridgeCoordinator {
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(60))
-                    if !Task.isCancelled { await self.logSummary() }
+                    if !Task.isCancelled { await self.minutely() }
                 }
             }
             await group.next()
@@ -264,6 +246,11 @@ public actor BridgeCoordinator {
     /// Counters for metrics and tests.
     public var counters: [String: Int] { router.counters }
     public var pendingDownlinks: Int { router.pendingDownlinks }
+
+    private func minutely() {
+        judgement.maintain(now: dependencies.unixNow())
+        logSummary()
+    }
 
     private func logSummary() {
         let c = router.counters

@@ -44,8 +44,16 @@ public struct BridgeRouter {
 
     /// Which way a message would cross.
     public enum Direction: String, Sendable {
-        case meshToNostr = "mesh_to_nostr"
-        case nostrToMesh = "nostr_to_mesh"
+        case meshToNostr = "mesh-to-nostr"
+        case nostrToMesh = "nostr-to-mesh"
+
+        /// The spelling used in counter and metric names.
+        public var metricName: String {
+            switch self {
+            case .meshToNostr: "mesh_to_nostr"
+            case .nostrToMesh: "nostr_to_mesh"
+            }
+        }
     }
 
     /// What the judge sees: a neutral description of a message about to cross (SPAM-FILTER §1 sender keys).
@@ -60,6 +68,8 @@ public struct BridgeRouter {
         /// Seconds since the Unix epoch as the message claims it.
         public let timestamp: Double
         public let text: String
+        /// How phones show the sender (`nick#last4` for Nostr, the announced nickname for mesh).
+        public var displayName: String? = nil
     }
 
     /// The judge's answer.
@@ -250,7 +260,7 @@ public struct BridgeRouter {
         guard settings.mirrorUplink, settings.channel != nil else { return [] }
         let candidate = Candidate(
             direction: .meshToNostr, senderKey: senderKey, identity: identity, messageID: message.stableID,
-            timestamp: Double(message.timestamp) / 1000, text: message.text)
+            timestamp: Double(message.timestamp) / 1000, text: message.text, displayName: message.nickname)
         if case .hide(let rule) = judge(candidate) {
             count("mesh_to_nostr.hidden.\(rule)")
             return []
@@ -357,9 +367,9 @@ public struct BridgeRouter {
         let candidate = Candidate(
             direction: direction, senderKey: event.pubkey.hex, identity: try? IdentityKey.nostr(pubkey: event.pubkey.bytes),
             messageID: event.id.hex,
-            timestamp: Double(event.createdAt), text: event.content)
+            timestamp: Double(event.createdAt), text: event.content, displayName: EventRules.displayName(event))
         if case .hide(let rule) = judge(candidate) {
-            count("\(direction.rawValue).hidden.\(rule)")
+            count("\(direction.metricName).hidden.\(rule)")
             return false
         }
         return true

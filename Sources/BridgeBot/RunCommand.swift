@@ -6,9 +6,11 @@ import Bridge
 import Geohash
 import IdentityCache
 import Mesh
+import ModerationLog
 import Nostr
 import NostrRelay
 import RelayDirectory
+import SpamFilter
 import VirtualRadio
 import WebSocketRuntime
 
@@ -154,12 +156,26 @@ struct BridgeRuntime: Sendable {
                 mirrorDownlink: config.mirrorDownlink, mirrorUplink: config.mirrorUplink),
             ownKeys: Set([channelKey?.publicKey, rendezvousKey?.publicKey].compactMap { $0 }), rendezvousKey: rendezvousKey,
             remembered: remembered)
-        let judgement = BlockListJudgement(identities: identities) { candidate, rule in
-            logger.notice("hidden", [
-                ("hidden.rule", .string(rule)), ("hidden.direction", .string(candidate.direction.rawValue)),
-                ("hidden.sender", .string(candidate.senderKey)), ("hidden.message", .string(candidate.messageID)),
-            ])
+        let spamConfig: SpamFilterConfig
+        let modlogConfig: ModerationLogConfig
+        do {
+            spamConfig = try config.spam.map { try SpamFilterConfig(json: $0) } ?? SpamFilterConfig()
+            modlogConfig = try config.modlog.map { try ModerationLogConfig(json: $0) } ?? ModerationLogConfig()
+        } catch {
+            throw .usage("configuration: \(error)")
         }
+        var policy = AdmissionPolicy(
+            config: spamConfig, exemptSenders: Set([channelKey?.publicKey.hex, rendezvousKey?.publicKey.hex].compactMap { $0 }))
+        if config.shadow { policy.setShadowMode(true) }
+        let moderationLog: ModerationLog
+        do {
+            moderationLog = try ModerationLog(path: databasePath, config: modlogConfig, logger: logger.child("modlog"))
+        } catch {
+            throw .failure("moderation log \(databasePath): \(error)")
+        }
+        let judgement = ModerationJudgement(
+            identities: identities, policy: policy, moderationLog: moderationLog, channel: config.geohash.string,
+            logText: modlogConfig.logText, logger: logger.child("judgement"))
         let coordinator = BridgeCoordinator(
             router: router, mesh: node, relays: PoolClient(pool: pool), recent: recent, identities: identities,
             judgement: judgement, keys: keys, powBits: config.powBits, logger: logger,
