@@ -221,3 +221,52 @@ struct BridgeCrashTests {
         #expect(stats.stdoutLines.joined().contains("mesh:"), "\(stats.transcript)")
     }
 }
+
+@Suite("Bridge judgement end to end", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeJudgementTests {
+    func posts(_ world: World, _ texts: [String], as user: String) async throws -> [String] {
+        var ids: [String] = []
+        for text in texts {
+            let poster = try world.spawn(
+                ["nostr", "post", "--geohash", "u4pruy", "--relay", world.relayURL, "--pow", "8", "--nickname", user, text],
+                environment: ["BRIDGE_DATA_DIR": "\(world.directory)/phone-\(user)"], name: "post-\(user)")
+            let line = try await poster.waitForLine("post by \(user)") { $0.contains("\"published\"") }
+            ids.append(try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue))
+        }
+        return ids
+    }
+
+    @Test("a flood and a 4-identity copy swarm are hidden and logged with rule and figures; shadow mode logs the same and hides nothing",
+          arguments: [false, true])
+    func floodAndSwarm(shadow: Bool) async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        _ = try await world.startBridge("gateway", island: island, extra: ["BRIDGE_SHADOW": shadow ? "on" : "off"])
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let flood = try await posts(world, (1...10).map { "BUY CHEAP TICKETS NOW \($0)" }, as: "flooder")
+        var swarm: [String] = []
+        for i in 1...4 { swarm += try await posts(world, ["happy new year everyone"], as: "swarm\(i)") }
+        let barrier = try await posts(world, ["the stage opens at eight"], as: "organiser")
+        _ = try await reader.waitForLine("the barrier") { $0.contains(barrier[0]) }
+        try await Task.sleep(for: .seconds(2))
+
+        let modlog = try world.spawn(["modlog", "--json", "--data-dir", "\(world.directory)/gateway"], name: "modlog")
+        #expect(try await modlog.waitForExit() == 0)
+        let records = modlog.stdoutLines.compactMap { try? JSONParser().parse($0) }
+        let logged = Set(records.compactMap { $0["message_id"]?.stringValue })
+        let rules = Set(records.compactMap { $0["rule"]?.stringValue })
+        #expect(rules.isSuperset(of: ["messageRate", "crossUserCopy"]), "\(rules)")
+        #expect(records.allSatisfy { $0["shadow"] == .bool(shadow) && $0["figures"]?.objectValue?.isEmpty == false })
+        #expect(records.allSatisfy { $0["direction"] == .string("nostr-to-mesh") })
+        // The 4th copy of the swarm and the flood's tail are logged; the first posts of each are not.
+        #expect(logged.contains(swarm[3]) && !logged.contains(swarm[0]))
+        #expect(flood.suffix(4).allSatisfy(logged.contains) && !logged.contains(flood[0]))
+        #expect(!logged.contains(barrier[0]))
+        for id in logged {
+            #expect(carriers(reader, eventID: id).count == (shadow ? 1 : 0), "logged message \(id) on the mesh")
+        }
+        #expect(carriers(reader, eventID: flood[0]).count == 1)
+    }
+}
