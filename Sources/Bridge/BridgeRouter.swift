@@ -70,6 +70,19 @@ public struct BridgeRouter {
         public let text: String
         /// How phones show the sender (`nick#last4` for Nostr, the announced nickname for mesh).
         public var displayName: String? = nil
+
+        public init(
+            direction: Direction, senderKey: String, identity: IdentityKey?, messageID: String, timestamp: Double,
+            text: String, displayName: String? = nil
+        ) {
+            self.direction = direction
+            self.senderKey = senderKey
+            self.identity = identity
+            self.messageID = messageID
+            self.timestamp = timestamp
+            self.text = text
+            self.displayName = displayName
+        }
     }
 
     /// The judge's answer.

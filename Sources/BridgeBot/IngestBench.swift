@@ -1,0 +1,118 @@
+import BitchatWire
+import BotCrypto
+import BotSupport
+import Bridge
+import IdentityCache
+import Mesh
+import Nostr
+import SpamFilter
+
+/// `bitchat-bridge bench ingest`: the bridge's relay-to-mesh path on one core — relay EVENT frame → parse
+/// → verify (id recomputed, Schnorr) → structural rules → judgement (block list + spam filter) → carrier and
+/// packet encoding — against the bare libsecp256k1 verify loop over the same events, in the same run.
+///
+/// Corpus (seeded): channel chat from 2,000 senders, 3–14 words each, a few messages per sender, created
+/// "now", so the spam filter judges ordinary traffic and nothing is skipped before the expensive steps.
+enum IngestBench {
+    static func run(_ options: BenchOptions) throws(CommandExit) -> BenchReport {
+        let count = options.quick ? 400 : 6_000
+        let senders = options.quick ? 100 : 2_000
+        var rng = SeededGenerator(seed: 0x1a2b_3c4d)
+        let keys = (0..<senders).map { _ in
+            // Rejection-free in practice: a uniformly random 32-byte value is almost always a valid secret.
+            try! SchnorrSecretKey(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
+        let words = SpamBench.wordList(using: &rng)
+        let now = WallClock.nowSeconds()
+        var frames: [String] = []
+        var signed: [NostrEvent] = []
+        for i in 0..<count {
+            let key = keys[i % senders]
+            let text = (0..<Int.random(in: 3...14, using: &rng)).map { _ in words[Int.random(in: 0..<words.count, using: &rng)] }
+                .joined(separator: " ")
+            let event = try! UnsignedEvent(
+                pubkey: key.publicKey, createdAt: Int64(now) - Int64(count - i) / 20, kind: NostrKind.ephemeralChat,
+                tags: [["g", "u4pruy"], ["n", "user\(i % senders)"]], content: text
+            ).signed(with: key, auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
+            signed.append(event)
+            frames.append(#"["EVENT","geo-u4pruy","# + event.json + "]")
+        }
+
+        // 1. The bare verify loop: parse the x-only key and check BIP-340 over the id, nothing else.
+        let verifyStart = ContinuousClock.now
+        var valid = 0
+        for event in signed {
+            if let key = try? XOnlyPublicKey(bytes: event.pubkey.bytes),
+                key.isValidSignature(event.signature.bytes, for: event.id.bytes)
+            {
+                valid += 1
+            }
+        }
+        let verifySeconds = seconds(ContinuousClock.now - verifyStart)
+
+        // 2. The pipeline, with the real filter and an in-memory stranger cache (the block list).
+        let identities = PeerIdentityCache(store: InMemoryIdentityStore(), logger: Logger(label: "bench", level: .error))
+        let judgement = ModerationJudgement(
+            identities: identities, policy: AdmissionPolicy(config: SpamFilterConfig()), moderationLog: nil, channel: "u4pruy",
+            logText: false, logger: Logger(label: "bench", level: .error))
+        var verifier = EventVerifier(configuration: .init(burst: 1e9, perSecond: 1e9))
+        let sender = MeshPeerID(rawValue: 0x0102_0304_0506_0708)
+        var carried = 0
+        var hidden = 0
+        var bytes = 0
+        // Per-stage time, so a regression shows where it is.
+        var stage: [Duration] = Array(repeating: .zero, count: 5)
+        let clock = ContinuousClock()
+        let pipelineStart = clock.now
+        for frame in frames {
+            var mark = clock.now
+            func lap(_ index: Int) {
+                let t = clock.now
+                stage[index] += t - mark
+                mark = t
+            }
+            guard case .event(_, let unverified)? = try? RelayMessage.parse(frame) else { continue }
+            lap(0)
+            guard let event = try? verifier.verify(unverified, now: .now) else { continue }
+            lap(1)
+            guard (try? EventRules.checkChannelMessage(event, channel: "u4pruy", now: Int64(now))) != nil else { continue }
+            let candidate = BridgeRouter.Candidate(
+                direction: .nostrToMesh, senderKey: event.pubkey.hex, identity: try? IdentityKey.nostr(pubkey: event.pubkey.bytes),
+                messageID: event.id.hex, timestamp: Double(event.createdAt), text: event.content)
+            let verdict = judgement.judge(candidate, now: now)
+            lap(2)
+            guard verdict == .pass else {
+                hidden += 1
+                continue
+            }
+            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: "u4pruy", eventJSON: Array(event.json.utf8))
+            guard let encoded = try? payload.encode() else { continue }
+            lap(3)
+            guard let frame = try? MeshPacket(type: .nostrCarrier, timestamp: UInt64(now * 1000), sender: sender, payload: encoded).encode()
+            else { continue }
+            lap(4)
+            bytes += frame.count
+            carried += 1
+        }
+        let pipelineSeconds = seconds(clock.now - pipelineStart)
+
+        let verifyRate = Double(count) / verifySeconds
+        let pipelineRate = Double(count) / pipelineSeconds
+        var report = BenchReport(bench: "ingest")
+        report.add("verify_only", [("events", Double(count)), ("valid", Double(valid)), ("events_per_s", verifyRate.rounded())])
+        report.add("pipeline", [
+            ("events", Double(count)), ("carried", Double(carried)), ("hidden", Double(hidden)),
+            ("events_per_s", pipelineRate.rounded()), ("fraction_of_verify", pipelineRate / verifyRate),
+            ("carrier_bytes", Double(bytes)),
+        ] + zip(["parse_us", "verify_us", "judge_us", "carrier_us", "packet_us"], stage).map {
+            ($0.0, seconds($0.1) / Double(count) * 1e6)
+        })
+        report.notes.append(
+            "pipeline runs at \(Int((pipelineRate / verifyRate * 100).rounded())) % of the bare verify rate (target >= 70 %)")
+        return report
+    }
+
+    private static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
