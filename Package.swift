@@ -91,7 +91,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeTests",
-            dependencies: ["Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Mesh", "Nostr"]
+            dependencies: [
+                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "Nostr",
+                "SpamFilter",
+            ]
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
