@@ -17,7 +17,7 @@ enum IngestBench {
     static func run(_ options: BenchOptions) throws(CommandExit) -> BenchReport {
         let count = options.quick ? 400 : 6_000
         let senders = options.quick ? 100 : 2_000
-        var rng = SeededGenerator(seed: 0x1a2b_3c4d)
+        var rng = SeededRandom(seed: 0x1a2b_3c4d)
         let keys = (0..<senders).map { _ in
             // Rejection-free in practice: a uniformly random 32-byte value is almost always a valid secret.
             try! SchnorrSecretKey(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })

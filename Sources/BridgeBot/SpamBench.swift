@@ -31,7 +31,7 @@ enum SpamBench {
         """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
 
     /// 2,400 distinct words: the common ones first (highest Zipf rank), then generated syllabic words.
-    static func wordList(using rng: inout SeededGenerator) -> [String] {
+    static func wordList(using rng: inout SeededRandom) -> [String] {
         var words = commonWords
         var seen = Set(words)
         let onsets = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "st", "th", "tr"]
@@ -55,7 +55,7 @@ enum SpamBench {
             var sum = 0.0
             cumulative = (0..<count).map { sum += 1 / Double($0 + 1); return sum }
         }
-        func sample(using rng: inout SeededGenerator) -> Int {
+        func sample(using rng: inout SeededRandom) -> Int {
             let target = Double(rng.next() % 1_000_000_007) / 1_000_000_007 * (cumulative.last ?? 1)
             var low = 0
             var high = cumulative.count - 1
@@ -68,7 +68,7 @@ enum SpamBench {
     }
 
     static func makeCorpus(_ name: String, count: Int, seed: UInt64) -> Corpus {
-        var rng = SeededGenerator(seed: seed)
+        var rng = SeededRandom(seed: seed)
         let start = 1_750_000_000.0
         var messages: [(SpamCandidate, Double)] = []
         let words = wordList(using: &rng)
@@ -182,7 +182,7 @@ enum SpamBench {
     /// 10% of senders (past the 4096 cap, so every later sender costs an eviction) and at the end.
     static func memoryFlood(senders: Int) -> [(String, Double)] {
         var policy = AdmissionPolicy(config: SpamFilterConfig())
-        var rng = SeededGenerator(seed: 77)
+        var rng = SeededRandom(seed: 77)
         let start = 1_750_000_000.0
         let before = residentBytes()
         var afterFirst = before
@@ -210,15 +210,3 @@ enum SpamBench {
     }
 }
 
-/// SplitMix64: reproducible corpora.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

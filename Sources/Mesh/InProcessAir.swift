@@ -1,3 +1,4 @@
+import BotSupport
 import Synchronization
 
 /// An in-process radio segment for tests of code that consumes a ``MeshTransport`` (such as ``MeshNode``):

@@ -1,3 +1,4 @@
+import BotSupport
 public import BitchatWire
 
 /// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events and a 1 s tick,

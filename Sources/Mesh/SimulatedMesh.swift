@@ -1,17 +1,6 @@
+import BotSupport
 import BitchatWire
 
-/// SplitMix64: a seeded generator for simulations and tests (not for keys).
-public struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// An in-process mesh of N ``MeshPeerEngine`` nodes on a virtual clock: a deterministic discrete-event
 /// simulation for tests. Edges have an MTU (larger frames are dropped, as BLE would refuse them), a loss

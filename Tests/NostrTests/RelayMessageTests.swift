@@ -111,7 +111,7 @@ struct RelayMessageTests {
 
     /// Seeded random bytes and mutations of a valid frame: parse or throw, never trap.
     @Test func randomInputNeverTraps() {
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         let valid = Array(Self.frame(Self.event().json).utf8)
         var outcomes = [String: Int]()
         for i in 0..<20_000 {
@@ -163,15 +163,3 @@ struct RelayMessageTests {
     }
 }
 
-/// Deterministic PRNG for seeded tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,3 +1,4 @@
+import BotSupport
 import Testing
 import SpamFilter
 
