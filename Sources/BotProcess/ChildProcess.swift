@@ -90,7 +90,7 @@ public final class ChildProcess: @unchecked Sendable {
     @discardableResult
     public func waitForLine(
         stderr: Bool = false,
-        timeout: Duration = .seconds(30),
+        timeout: Duration = .seconds(60),
         _ what: String,
         where predicate: (String) -> Bool
     ) async throws -> String {
@@ -109,7 +109,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits until at least `count` stdout lines satisfy `predicate`; returns them.
     public func waitForLines(
         count: Int,
-        timeout: Duration = .seconds(30),
+        timeout: Duration = .seconds(60),
         _ what: String,
         where predicate: (String) -> Bool
     ) async throws -> [String] {

@@ -57,6 +57,9 @@ public actor BridgeCoordinator {
     private let dependencies: Dependencies
     /// Noise keys of verified peers, for fingerprints (the spam filter's mesh sender key).
     private var peerNoiseKeys: [MeshPeerID: [UInt8]] = [:]
+    /// Bridge/gateway peers in direct range (for the downlink yield order).
+    private var nearbyBridges: Set<MeshPeerID> = []
+    private let ownPeerID: MeshPeerID
     private var connectedRelays = 0
     public private(set) var failedPersists = 0
 
@@ -73,6 +76,7 @@ public actor BridgeCoordinator {
         self.judgement = judgement
         self.keys = keys
         self.channel = router.settings.channel?.string
+        self.ownPeerID = MeshPeerID(noisePublicKey: keys.noiseKey.publicKey)
         self.powBits = powBits
         self.logger = logger
         self.dependencies = dependencies
@@ -125,12 +129,17 @@ public actor BridgeCoordinator {
         switch action {
         case .peerVerified(let peer):
             peerNoiseKeys[peer.id] = peer.noisePublicKey
+            let isBridge = peer.capabilities.map { !$0.intersection([.bridge, .gateway]).isEmpty } ?? false
+            if isBridge && peer.isDirect { nearbyBridges.insert(peer.id) } else { nearbyBridges.remove(peer.id) }
+            router.setBridgesAhead(nearbyBridges.filter { $0 < ownPeerID }.count)
             recordSighting(
                 try? .mesh(
                     noiseKey: peer.noisePublicKey, signingKey: peer.signingPublicKey.rawRepresentation,
                     peerID: peer.id.rawValue, nickname: peer.nickname))
         case .peerLost(let id, _):
             peerNoiseKeys[id] = nil
+            nearbyBridges.remove(id)
+            router.setBridgesAhead(nearbyBridges.filter { $0 < ownPeerID }.count)
         case .publicMessage(let message):
             let noise = peerNoiseKeys[message.sender]
             let fingerprint = noise.map { Hex.encode(SHA256.hash($0)) }

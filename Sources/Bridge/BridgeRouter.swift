@@ -123,6 +123,8 @@ public struct BridgeRouter {
     private let rendezvousKey: SchnorrSecretKey?
     private let ring: Set<String>
     private var relaysUp = false
+    /// Verified bridge/gateway peers in direct radio range whose peer ID sorts before ours.
+    private var bridgesAhead = 0
     private var lastPresence: Double?
     /// Named counters: forwarded and dropped, by direction and reason (for metrics and the summary line).
     public private(set) var counters: [String: Int] = [:]
@@ -195,14 +197,14 @@ public struct BridgeRouter {
             guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
             let payload = NostrCarrierPayload(direction: .fromGateway, geohash: channel.string, eventJSON: Array(event.json.utf8))
             let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
-            if gatewayDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit) != nil {
+            if gatewayDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
                 count("downlink.drop.queue_full")
             }
             if settings.mirrorDownlink {
                 let text = PendingDownlink(
                     downlink: .text(EventRules.displayName(event) + ": " + event.content), signer: event.pubkey,
                     createdAt: event.createdAt, radioStableID: nil)
-                if mirrorDownlinks.enqueue(id: event.id, item: text, now: now, unitRandom: unit) != nil {
+                if mirrorDownlinks.enqueue(id: event.id, item: text, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
                     count("downlink.drop.queue_full")
                 }
             }
@@ -242,12 +244,22 @@ public struct BridgeRouter {
         guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
         let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: Array(event.json.utf8))
         let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: stableID)
-        if bridgeDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit) != nil {
+        if bridgeDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
             count("downlink.drop.queue_full")
         }
         count("relay.accepted.rendezvous")
         return []
     }
+
+    /// How many bridge or gateway peers in direct range sort before this bridge (by peer ID). Several
+    /// bridges on one island all hear the same relay event; phones separate their copies with a random
+    /// 0.2–1.5 s hold alone, which still collides when two holds end within the radio's latency. Bridges
+    /// therefore also yield in peer-ID order: each bridge ahead adds ``BridgeLimits/yieldPerBridgeAhead``, so
+    /// the first bridge's broadcast is normally heard (loop rule 1) before the next one's hold ends, and
+    /// a bridge that fails to send is still covered by the next.
+    public mutating func setBridgesAhead(_ count: Int) { bridgesAhead = max(0, count) }
+
+    private var yieldHold: Double { Double(bridgesAhead) * settings.limits.yieldPerBridgeAhead }
 
     /// Relay connectivity changed. Coming up flushes queued deposits and (rendezvous role) sends presence.
     public mutating func relaysConnected(_ up: Bool, now: Double) -> [Action] {
@@ -468,6 +480,9 @@ public struct BridgeLimits: Sendable, Equatable {
     /// Presence cadence and the minimum spacing between two presences (seconds).
     public var presenceInterval: Double = 240
     public var minimumPresenceSpacing: Double = 30
+    /// Extra hold per peer bridge in direct range that sorts before this one (seconds): longer than the
+    /// whole random hold range, so the earlier bridge's broadcast arrives first even under load.
+    public var yieldPerBridgeAhead: Double = 2
     /// Rate-limiter key tables (depositors, signers); least recently created dropped beyond this.
     public var maxTrackedPeers = 4096
 

@@ -34,7 +34,7 @@ public enum Peers {
     }
 
     public static func waitForPort(_ port: Int, process: ChildProcess) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(90)
         while ContinuousClock.now < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()

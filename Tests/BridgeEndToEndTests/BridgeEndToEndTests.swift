@@ -168,7 +168,7 @@ struct BridgeEndToEndTests {
         _ = try await reader1.waitForLine("island-2 deposits on island 1") { $0.contains(fromIsland2.last!) }
         _ = try await reader1.waitForLine("channel posts on island 1") { $0.contains(fromInternet.last!) }
         _ = try await reader2.waitForLine("channel posts on island 2") { $0.contains(fromInternet.last!) }
-        try await Task.sleep(for: .seconds(2))  // the bridges' longest hold (1.5 s) for any late duplicate
+        try await Task.sleep(for: .seconds(4))  // longest hold (1.5 s) + one yield step (2 s): any late duplicate
 
         for id in fromIsland1 {
             #expect(carriers(reader2, eventID: id).count == 1, "island-1 message \(id) on island 2")

@@ -212,3 +212,18 @@ struct BridgeRouterTests {
         #expect(texts == ["alice#\(alice.publicKey.hex.suffix(4)): gig starts"])
     }
 }
+
+@Suite("Bridge router: yielding to peer bridges")
+struct BridgeYieldTests {
+    @Test("with one bridge ahead on the island, the downlink waits one extra yield step")
+    func yield() throws {
+        let key = try SchnorrSecretKey(bytes: [UInt8](repeating: 3, count: 32))
+        var router = BridgeRouter(settings: .init(channel: try GeohashCell("u4pruy"), rendezvousCell: nil), ownKeys: [], rendezvousKey: nil)
+        router.setBridgesAhead(1)
+        let event = try UnsignedEvent(pubkey: key.publicKey, createdAt: 1_750_000_000, kind: 20000, tags: [["g", "u4pruy"]], content: "x")
+            .signed(with: key)
+        _ = router.relayEvent(event, now: 1_750_000_000, random: 0, judge: { _ in .pass })
+        #expect(router.tick(now: 1_750_000_002.1).isEmpty)  // 0.2 s hold + 2 s yield not over yet
+        #expect(!router.tick(now: 1_750_000_002.2).isEmpty)
+    }
+}

@@ -40,10 +40,11 @@ public struct DownlinkScheduler<ID: Hashable & Sendable, Item: Sendable>: Sendab
 
     public func isPending(_ id: ID) -> Bool { pendingIDs.contains(id) }
 
-    /// Queues `item` to be sent no earlier than `now + hold`. `unitRandom` ∈ [0, 1) picks the hold.
+    /// Queues `item` to be sent no earlier than `now + hold + extraHold`. `unitRandom` ∈ [0, 1) picks the
+    /// hold; `extraHold` lets a bridge yield to peer bridges that go first (see ``BridgeRouter``).
     /// Returns the id of an item dropped to respect the queue bound, if any. Duplicates are ignored.
     @discardableResult
-    public mutating func enqueue(id: ID, item: Item, now: Double, unitRandom: Double) -> ID? {
+    public mutating func enqueue(id: ID, item: Item, now: Double, unitRandom: Double, extraHold: Double = 0) -> ID? {
         guard !pendingIDs.contains(id) else { return nil }
         var dropped: ID?
         if pending.count >= maxPending {
@@ -54,7 +55,7 @@ public struct DownlinkScheduler<ID: Hashable & Sendable, Item: Sendable>: Sendab
             dropped = oldest.id
         }
         let hold = Limits.minimumHold + (Limits.maximumHold - Limits.minimumHold) * min(max(unitRandom, 0), 1)
-        pending.append(Pending(id: id, item: item, readyAt: now + hold))
+        pending.append(Pending(id: id, item: item, readyAt: now + hold + max(0, extraHold)))
         pendingIDs.insert(id)
         return dropped
     }
