@@ -33,6 +33,8 @@ let package = Package(
         .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
         // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
         .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
+        // The BLE radio: BlueZ over sd-bus (one owner thread for the bus); the only importer of CSystemd.
+        .target(name: "BlueZ", dependencies: ["CSystemd", "Mesh", "BitchatWire", "BotCrypto", "BotSupport"]),
 
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
@@ -44,7 +46,7 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BlueZ",
             ]
         ),
 
@@ -74,6 +76,11 @@ let package = Package(
             name: "MeshTests",
             dependencies: ["Mesh", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"],
             // The bitchat-cli driver is run from its source path (#filePath), not bundled.
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "Mesh", "BitchatWire", "BotCrypto", "BotSupport", "BridgeTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
