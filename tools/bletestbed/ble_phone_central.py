@@ -39,6 +39,11 @@ async def run(args, phone):
     got = asyncio.Queue()
     t = time.monotonic()
     async with BleakClient(device, timeout=args.connect_timeout, bluez=bluez) as client:
+        # bleak's mtu_size is 23 until asked: AcquireWrite reports the negotiated ATT MTU.
+        try:
+            await client._backend._acquire_mtu()
+        except Exception as e:  # noqa: BLE001
+            log(f"(could not acquire the MTU: {e}; using the default)")
         limit = client.mtu_size - 3
         log(f"connected in {time.monotonic() - t:.2f}s; ATT MTU {client.mtu_size} (value limit {limit})")
         await client.start_notify(bp.CHARACTERISTIC_UUID, lambda _c, data: got.put_nowait(bytes(data)))
