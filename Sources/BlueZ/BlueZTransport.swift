@@ -71,6 +71,8 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         public static let resolveTimeoutMs: UInt64 = 20_000
         /// Re-setup attempts after bluetoothd came back.
         public static let resetupRetryMs: UInt64 = 1_000
+        /// Rounds we leave powering to bluetoothd after it restarted (its AutoEnable) before doing it ourselves.
+        public static let autoPowerWaitRounds = 5
         /// Policy tick of the owner loop (connect attempts, deadlines).
         public static let tickMs: Int32 = 200
         /// Link value length when BlueZ reports no MTU (BlueZ negotiates 517 by default: 517 − 3).
@@ -109,6 +111,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     private var bluezPresent = true
     private var nextSetupAt: UInt64 = 0
     private var statsDropped = 0
+    /// Setup attempts since bluetoothd came back; it powers adapters itself (AutoEnable), so we wait a few
+    /// rounds before powering on ourselves (an early Set(Powered) races it and fails with Busy).
+    private var resetupAttempts = 0
+    /// True once the owner thread runs (start-up errors are thrown, not logged).
+    private var running = false
 
     private enum SetupState: Equatable { case idle, running, done, failed(BlueZError) }
 
@@ -302,6 +309,8 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 }
                 if adapter["Powered"]?.boolValue == true {
                     register()
+                } else if (1...Limits.autoPowerWaitRounds).contains(resetupAttempts) {
+                    setupFailed(.setupFailed("\(adapterName) is not powered yet"))
                 } else {
                     bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.properties, "Set",
                                   [.string(BlueZNames.adapter), .string("Powered"), .variant(.bool(true))], timeoutMs: 10_000) { [unowned self] result in
@@ -323,6 +332,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         let finish: () -> Void = { [unowned self] in
             guard setupState == .running else { return }
             setupState = .done
+            resetupAttempts = 0
             logger.notice("BlueZ ready", [("adapter", .string(adapterName)), ("peripheral", .bool(options.peripheral)), ("central", .bool(options.central))])
             startDiscovery()
         }
@@ -331,7 +341,8 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             return
         }
         let step: (String, Result<[DBusValue], DBusError>) -> Void = { [unowned self] what, result in
-            if case .failure(let error) = result {
+            // AlreadyExists: this path is registered already (e.g. a re-setup racing a previous one): fine.
+            if case .failure(let error) = result, error.name != BlueZNames.errorAlreadyExists {
                 if error.name == DBusError.accessDenied {
                     setupFailed(.permissionDenied("\(what): \(error.message)"))
                 } else {
@@ -348,10 +359,25 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                       [.objectPath(tree.advertisementPath), .properties([])]) { step("RegisterAdvertisement", $0) }
     }
 
+    /// Unregister + register the advertisement: with BlueZ 5.66 and emulated controllers advertising was
+    /// sometimes not resumed after a central disconnected (bletestbed README), leaving us unfindable.
+    private func readvertise() {
+        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.advertisingManager, "UnregisterAdvertisement",
+                      [.objectPath(tree.advertisementPath)]) { [unowned self] _ in
+            bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.advertisingManager, "RegisterAdvertisement",
+                          [.objectPath(tree.advertisementPath), .properties([])]) { [unowned self] result in
+                if case .failure(let error) = result {
+                    logger.warning("re-advertising failed", [("error", .string(error.description))])
+                }
+            }
+        }
+    }
+
     private func setupFailed(_ error: BlueZError) {
         guard setupState == .running else { return }
         setupState = .failed(error)
-        logger.warning("BlueZ setup failed", [("error", .string(error.description))])
+        // At start-up the error is thrown to the caller (one message); later it is retried and logged.
+        if running { logger.warning("BlueZ setup failed; retrying", [("error", .string(error.description))]) }
         nextSetupAt = Self.nowMs() + Limits.resetupRetryMs
     }
 
@@ -388,6 +414,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func loop() {
+        running = true
         var lastTick: UInt64 = 0
         while true {
             guard bus.processAll() else {
@@ -424,6 +451,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     private func tick(now: UInt64) {
         if !bluezPresent { return }
         if case .failed = setupState, now >= nextSetupAt {
+            if resetupAttempts > 0 { resetupAttempts += 1 }
             runSetup()
             return
         }
@@ -556,6 +584,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func deviceGone(_ path: String, reason: String) {
+        if options.peripheral, setupState == .done, table.links(of: path).contains(where: { $0.role == .peripheral }) {
+            readvertise()
+        }
         for link in table.links(of: path) {
             table.linkDown(link.id)
             if let characteristic = linkCharacteristic.removeValue(forKey: link.id) { centralCharacteristic[characteristic] = nil }
@@ -660,6 +691,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         } else {
             logger.notice("bluetoothd is back; registering again")
             bluezPresent = true
+            resetupAttempts = 1
             setupState = .failed(.bluezNotRunning)
             nextSetupAt = Self.nowMs()
         }
