@@ -34,6 +34,8 @@ let package = Package(
         .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
         // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
         .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
+        // The BLE radio: BlueZ over sd-bus (one owner thread for the bus); the only importer of CSystemd.
+        .target(name: "BlueZ", dependencies: ["CSystemd", "Mesh", "BitchatWire", "BotCrypto", "BotSupport"]),
 
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
@@ -55,8 +57,8 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BotProcess", "SpamFilter",
-                "SpamFilterReference", "ModerationLog",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BlueZ", "BotProcess",
+                "SpamFilter", "SpamFilterReference", "ModerationLog",
             ]
         ),
 
@@ -95,6 +97,11 @@ let package = Package(
                 "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "Nostr",
                 "SpamFilter",
             ]
+        ),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "Mesh", "BitchatWire", "BotCrypto", "BotSupport", "BridgeTestSupport"],
+            exclude: ["Fixtures"]
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),

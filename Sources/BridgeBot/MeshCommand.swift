@@ -1,6 +1,7 @@
 import BitchatWire
 import BotCrypto
 import BotSupport
+import BlueZ
 import Bridge
 import Mesh
 import VirtualRadio
@@ -9,7 +10,7 @@ import VirtualRadio
 /// command line. Operator tools, and the scripted phones of the end-to-end tests.
 enum MeshCommand {
     static let commonOptions: [OptionSpec] = [
-        .value("--mesh", "URL", "Transport: tcp://HOST:PORT[?mtu=N] (a radio-hub; repeat to join several islands)."),
+        .value("--mesh", "URL", "Transport: tcp://HOST:PORT[?mtu=N] (a radio-hub; repeat to join several islands), or bluez[:hciN] (BLE)."),
         .value("--data-dir", "DIR", "Use the bridge identity from this data directory (default: as for 'keys')."),
         .flag("--ephemeral", "Use a fresh in-memory identity instead (scripted test phones)."),
         .value("--nickname", "NAME", "Nickname in announces (default: bridge)."),
@@ -20,7 +21,9 @@ enum MeshCommand {
         path: "mesh listen",
         summary: "Join the mesh as a peer and print peers and public messages as JSON lines.",
         usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME]"],
-        options: commonOptions,
+        options: commonOptions + [
+            .value("--say", "TEXT", "Send TEXT as a public message once the first peer is verified (repeatable; scripted tests)."),
+        ],
         details: """
             Lines: {"event":"ready",...}, {"event":"peer",...}, {"event":"peerLost",...}, {"event":"message",...},
             {"event":"carrier",...}. Sends a signed leave and stops on SIGINT/SIGTERM.
@@ -31,7 +34,9 @@ enum MeshCommand {
         path: "mesh say",
         summary: "Send one signed public message (after a signed announce) and exit.",
         usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME] TEXT"],
-        options: commonOptions
+        options: commonOptions + [
+            .value("--wait", "SECONDS", "With bluez: wait this long for a verified peer before sending (default 30)."),
+        ]
     )
 
     static func run(_ arguments: [String]) throws(CommandExit) {
@@ -49,13 +54,32 @@ enum MeshCommand {
     struct Setup: Sendable {
         let identity: MeshIdentity
         let endpoints: [RadioClientTransport.Endpoint]
+        /// Set for `--mesh bluez[:hciN]`: the adapter (nil = first powered one).
+        let bluez: BlueZTransport.Options?
+    }
+
+    /// Parses `bluez` / `bluez:hciN`; nil for anything else.
+    static func parseBlueZ(_ url: String) throws(CommandExit) -> BlueZTransport.Options? {
+        guard url == "bluez" || url.hasPrefix("bluez:") else { return nil }
+        guard url != "bluez" else { return BlueZTransport.Options() }
+        let adapter = String(url.dropFirst("bluez:".count))
+        guard adapter.hasPrefix("hci"), adapter.count > 3, adapter.dropFirst(3).allSatisfy(\.isASCII), Int(adapter.dropFirst(3)) != nil else {
+            throw .usage("--mesh: adapter must look like hci0 (got '\(adapter)')")
+        }
+        return BlueZTransport.Options(adapter: adapter)
     }
 
     static func setup(_ args: ParsedArguments) throws(CommandExit) -> Setup {
         let urls = args.allValues("--mesh")
-        guard !urls.isEmpty else { throw .usage("--mesh tcp://HOST:PORT is required") }
+        guard !urls.isEmpty else { throw .usage("--mesh tcp://HOST:PORT or --mesh bluez[:hciN] is required") }
         var endpoints: [RadioClientTransport.Endpoint] = []
+        var bluez: BlueZTransport.Options?
         for url in urls {
+            if let options = try parseBlueZ(url) {
+                guard urls.count == 1 else { throw .usage("--mesh bluez cannot be combined with other --mesh values") }
+                bluez = options
+                continue
+            }
             do {
                 endpoints.append(try RadioClientTransport.Endpoint(url: url))
             } catch {
@@ -91,15 +115,23 @@ enum MeshCommand {
             noisePublicKey: noise.publicKey, signingKey: signing, nickname: nickname, capabilities: capabilities,
             bridgeGeohash: cell
         )
-        return Setup(identity: identity, endpoints: endpoints)
+        return Setup(identity: identity, endpoints: endpoints, bluez: bluez)
     }
 
-    static func connect(_ setup: Setup) throws(CommandExit) -> (MeshNode, RadioClientTransport) {
-        let transport: RadioClientTransport
-        do {
-            transport = try RadioClientTransport.connect(setup.endpoints)
-        } catch {
-            throw .failure("cannot join the mesh: \(error)")
+    static func connect(_ setup: Setup) throws(CommandExit) -> (MeshNode, any MeshTransport) {
+        let transport: any MeshTransport
+        if let options = setup.bluez {
+            do {
+                transport = try BlueZTransport.start(options: options, logger: Logger(label: "bluez", level: .info))
+            } catch {
+                throw .failure(error.description)
+            }
+        } else {
+            do {
+                transport = try RadioClientTransport.connect(setup.endpoints)
+            } catch {
+                throw .failure("cannot join the mesh: \(error)")
+            }
         }
         let seed = SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let node = MeshNode(
@@ -112,6 +144,7 @@ enum MeshCommand {
         let args = try ParsedArguments.parse(arguments, spec: listenSpec)
         _ = try args.requirePositionals([])
         let setup = try setup(args)
+        let sayTexts = args.allValues("--say")
         let (node, transport) = try connect(setup)
         let signals = SignalHandler(ProcessSignal.termination) { _ in
             Task {
@@ -130,7 +163,17 @@ enum MeshCommand {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await node.run() }
                 group.addTask {
-                    for await action in node.actions { emitLine(line(for: action)) }
+                    var pending = sayTexts
+                    for await action in node.actions {
+                        emitLine(line(for: action))
+                        if case .peerVerified = action, !pending.isEmpty {
+                            for text in pending {
+                                let timestamp = await node.submit(.sendPublicMessage(text))
+                                emitLine(sentLine(setup, text, timestamp))
+                            }
+                            pending = []
+                        }
+                    }
                 }
             }
         }
@@ -142,10 +185,15 @@ enum MeshCommand {
         let text = try args.requirePositionals(["text"])[0]
         guard !text.isEmpty else { throw .usage("TEXT must not be empty") }
         let setup = try setup(args)
+        var waitMs = 30_000
+        if let text = args.value("--wait") {
+            guard let seconds = Int(text), (1...600).contains(seconds) else { throw .usage("--wait must be 1…600 seconds") }
+            waitMs = seconds * 1_000
+        }
         let (node, transport) = try connect(setup)
-        try runBlocking { () async throws(CommandExit) in
+        try runBlocking { [waitMs] () async throws(CommandExit) in
             do {
-                try await sayInGroup(node: node, transport: transport, setup: setup, text: text)
+                try await sayInGroup(node: node, transport: transport, setup: setup, text: text, waitMs: waitMs)
             } catch let exit as CommandExit {
                 throw exit
             } catch {
@@ -154,25 +202,33 @@ enum MeshCommand {
         }
     }
 
-    static func sayInGroup(node: MeshNode, transport: RadioClientTransport, setup: Setup, text: String) async throws {
+    private static func sentLine(_ setup: Setup, _ text: String, _ timestamp: UInt64) -> JSONValue {
+        .object([
+            ("event", .string("sent")), ("peerID", .string(setup.identity.peerID.hex)),
+            ("timestamp", .integer(Int64(timestamp))),
+            ("stableID", .string(MeshMessageIdentity.stableID(senderHex: setup.identity.peerID.hex, timestampMs: timestamp, content: text))),
+        ])
+    }
+
+    private static func sayInGroup(node: MeshNode, transport: any MeshTransport, setup: Setup, text: String, waitMs: Int) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await node.run() }
             // Links come up on the node's first event; the engine announces on each new link at once.
+            // Over BLE links come and go: wait for a verified peer (its announce also opens the link gate).
             var waited = 0
-            while await node.linkCount < setup.endpoints.count {
-                guard waited < 5_000 else {
+            let limit = setup.bluez == nil ? 5_000 : waitMs
+            while setup.bluez == nil ? await node.linkCount < setup.endpoints.count : await node.peers.isEmpty {
+                guard waited < limit else {
                     transport.close()
-                    throw CommandExit.failure("links did not come up within 5 s")
+                    throw CommandExit.failure(setup.bluez == nil ? "links did not come up within 5 s" : "no verified peer within \(limit / 1000) s")
                 }
                 try? await Task.sleep(for: .milliseconds(5))
                 waited += 5
             }
             let timestamp = await node.submit(.sendPublicMessage(text))
-            emitLine(.object([
-                ("event", .string("sent")), ("peerID", .string(setup.identity.peerID.hex)),
-                ("timestamp", .integer(Int64(timestamp))),
-                ("stableID", .string(MeshMessageIdentity.stableID(senderHex: setup.identity.peerID.hex, timestampMs: timestamp, content: text))),
-            ]))
+            emitLine(sentLine(setup, text, timestamp))
+            // Fragments are paced by the node: let them leave before closing.
+            while await node.hasPendingTransmits { try? await Task.sleep(for: .milliseconds(20)) }
             // close() flushes everything queued (announce, message, any fragments) before disconnecting.
             transport.close()
             try await group.waitForAll()

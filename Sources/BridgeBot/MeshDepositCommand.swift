@@ -59,7 +59,7 @@ enum MeshDepositCommand {
     }
 
     private static func deposit(
-        node: MeshNode, transport: RadioClientTransport, setup: MeshCommand.Setup, text: String, cell: String?,
+        node: MeshNode, transport: any MeshTransport, setup: MeshCommand.Setup, text: String, cell: String?,
         channel: String?, seed: [UInt8], waitMs: Int
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,4 +1,5 @@
 import BitchatWire
+import BlueZ
 import BotCrypto
 import BotStorage
 import BotSupport
@@ -71,7 +72,7 @@ enum RunCommand {
 struct BridgeRuntime: Sendable {
     let pool: RelayPool
     let node: MeshNode
-    let transport: RadioClientTransport
+    let transport: any MeshTransport
     let coordinator: BridgeCoordinator
     let logger: Logger
 
@@ -120,15 +121,20 @@ struct BridgeRuntime: Sendable {
             throw .failure("relays: \(error)")
         }
 
-        guard case .tcp(let host, let port) = config.mesh else {
-            throw .failure(
-                "mesh transport \(config.mesh) is not available in this build; use BRIDGE_MESH=tcp://HOST:PORT (a radio-hub)")
-        }
-        let transport: RadioClientTransport
-        do {
-            transport = try RadioClientTransport.connect([RadioClientTransport.Endpoint(url: "tcp://\(host):\(port)")])
-        } catch {
-            throw .failure("cannot join the mesh at tcp://\(host):\(port): \(error)")
+        let transport: any MeshTransport
+        switch config.mesh {
+        case .tcp(let host, let port):
+            do {
+                transport = try RadioClientTransport.connect([RadioClientTransport.Endpoint(url: "tcp://\(host):\(port)")])
+            } catch {
+                throw .failure("cannot join the mesh at tcp://\(host):\(port): \(error)")
+            }
+        case .bluez(let adapter):
+            do {
+                transport = try BlueZTransport.start(options: .init(adapter: adapter), logger: logger.child("bluez"))
+            } catch {
+                throw .failure(error.description)
+            }
         }
         var capabilities = PeerCapabilities()
         if config.gateway { capabilities.insert(.gateway) }

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+import BridgeTestSupport
+
+/// The real `bitchat-bridge` binary against python-dbusmock's `bluez5` template on a private system bus
+/// (plus our GATT additions): start-up errors, registration, the exported tree, the peripheral role and the
+/// central role. The Python driver (Fixtures/fake_bluez_test.py) prints one CHECK line per assertion.
+@Suite("BlueZ transport against a fake BlueZ (dbusmock)", .enabled(if: TestEnvironment.hasVenv))
+struct FakeBlueZTests {
+    @Test(.timeLimit(.minutes(2)))
+    func bridgeAgainstFakeBlueZ() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let root = fixtures.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestEnvironment.venvBinary("python"))
+        process.arguments = [fixtures.appendingPathComponent("fake_bluez_test.py").path, TestEnvironment.bridgeExecutable, root.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = nil
+        process.environment = environment
+        // A file, not a pipe: a daemon the driver forks (dbus-daemon) could hold a pipe open past its exit.
+        let logPath = TestEnvironment.temporaryDirectory("fake-bluez") + ".log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        process.waitUntilExit()
+        try log.close()
+        let output = try String(contentsOfFile: logPath, encoding: .utf8)
+        let checks = output.split(separator: "\n").filter { $0.hasPrefix("CHECK ") }
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.contains("FAKE-BLUEZ PASS"), "\(output)")
+        #expect(!checks.contains { $0.hasPrefix("CHECK FAILED") })
+        // Errors 4, registration 3 + tree 3, peripheral ≥ 10, central 6, stop 1.
+        #expect(checks.count >= 25, "\(checks.count) checks")
+    }
+}
