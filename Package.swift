@@ -78,7 +78,13 @@ let package = Package(
         ),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
-        .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(
+            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "Bridge", "WebSocketRuntime"]
+        ),
+        .testTarget(
+            name: "WebSocketRuntimeTests",
+            dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]
+        ),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
     ]
 )
