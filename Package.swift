@@ -7,7 +7,9 @@ import PackageDescription
 let package = Package(
     name: "bitchat-bridge",
     products: [
-        .executable(name: "bitchat-bridge", targets: ["BridgeBot"])
+        .executable(name: "bitchat-bridge", targets: ["BridgeBot"]),
+        // The decoders and parsers, for the libFuzzer package in fuzz/ (it depends on this one by path).
+        .library(name: "BitchatBridgeParsers", targets: ["BitchatWire", "Nostr", "Bridge", "BotSupport"]),
     ],
     targets: [
         // C system libraries (Debian -dev packages); each folder holds only module.modulemap + shim.h.
