@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(
-            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "Bridge", "WebSocketRuntime"]
+            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "WebSocketRuntime"]
         ),
         .testTarget(
             name: "WebSocketRuntimeTests",
