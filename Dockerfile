@@ -17,10 +17,11 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         libwebsockets-dev libsecp256k1-dev libssl-dev libsqlite3-dev zlib1g-dev libsystemd-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Manifest first so the dependency-free resolve step caches; then the sources.
-COPY Package.swift ./
+# SwiftPM refuses a manifest whose declared targets have no folder, so Tests/ comes along (≈0.5 MB);
+# only the bitchat-bridge product is built. scripts/check-runtime-image builds from exactly these COPY lines.
+COPY Package.swift relays.json ./
 COPY Sources ./Sources
-COPY relays.json ./
+COPY Tests ./Tests
 RUN swift build -c release --static-swift-stdlib --product bitchat-bridge \
     && install -D -m 0755 "$(swift build -c release --static-swift-stdlib --show-bin-path)/bitchat-bridge" /out/bitchat-bridge \
     && strip /out/bitchat-bridge \
