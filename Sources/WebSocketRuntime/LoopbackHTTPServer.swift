@@ -30,6 +30,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public enum StartError: Error, Equatable, Sendable, CustomStringConvertible {
         case notLoopback(host: String)
         case invalidPort(Int)
+        /// An `http_listen` value that is not `HOST:PORT` / `[::1]:PORT`.
+        case invalidListen(String)
         /// lws could not create the context; most often the port is taken.
         case cannotListen(host: String, port: Int, detail: String)
         case thread(code: Int32)
@@ -38,6 +40,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             switch self {
             case .notLoopback(let host): "the status listener binds to loopback only (127.0.0.1, ::1, localhost), not \(host)"
             case .invalidPort(let port): "status listener port \(port) is not in 0…65535"
+            case .invalidListen(let text): "status listener address '\(text)' is not HOST:PORT (127.0.0.1:9477, [::1]:9477)"
             case .cannotListen(let host, let port, let detail): "cannot listen on \(host):\(port) (\(detail))"
             case .thread(let code): "pthread_create failed with \(code)"
             }
@@ -65,6 +68,22 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     // Service-thread-only state.
     private var pending: [OpaquePointer: Pending] = [:]
     private var loopThreadID: pthread_t?
+
+    /// Splits a listen address as operators write it (`http_listen`): `127.0.0.1:9477`, `localhost:9477`,
+    /// `[::1]:9477` (the brackets keep an IPv6 address apart from its port). Loopback is checked by `start()`.
+    public static func parseListen(_ text: String) throws(StartError) -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+            throw .invalidListen(text)
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
+            host = String(host.dropFirst().dropLast())
+        } else if host.contains(":") || host.contains("[") || host.contains("]") || host.isEmpty {
+            throw .invalidListen(text)
+        }
+        guard (0...65535).contains(port) else { throw .invalidPort(port) }
+        return (host, port)
+    }
 
     /// `host` must be a loopback address; `port` 0 lets the kernel choose (read ``port`` after `start()`).
     public init(host: String, port: Int, responder: @escaping @Sendable (_ method: String, _ path: String) -> HTTPResponse) {

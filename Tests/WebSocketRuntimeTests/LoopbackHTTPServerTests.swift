@@ -134,4 +134,41 @@ struct LoopbackHTTPServerTests {
         #expect(try await pythonFetch("http://127.0.0.1:\(port)/echo?q=1").body == "/echo")
         again.stop()
     }
+
+    @Test("body sizes at the write chunk boundary: n−1, n, n+1 and 2n+1 bytes arrive whole", arguments: [-1, 0, 1, LoopbackHTTPServer.Limits.writeChunkBytes + 1])
+    func chunkBoundary(delta: Int) async throws {
+        let size = LoopbackHTTPServer.Limits.writeChunkBytes + delta
+        let body = (0..<size).map { UInt8(0x61 + $0 % 26) }
+        let server = LoopbackHTTPServer(host: "127.0.0.1", port: 0) { _, _ in
+            HTTPResponse(status: 200, contentType: "text/plain", body: body)
+        }
+        try server.start()
+        defer { server.stop() }
+        let fetched = try await pythonFetch("http://127.0.0.1:\(server.port)/x")
+        #expect(fetched.status == 200)
+        #expect(fetched.body.utf8.count == size && Array(fetched.body.utf8) == body)
+    }
+
+    @Test("listen addresses: host:port, [::1]:port; bad ones named", arguments: [
+        ("127.0.0.1:9477", "127.0.0.1", 9477), ("localhost:0", "localhost", 0), ("[::1]:65535", "::1", 65535),
+    ])
+    func parseListen(text: String, host: String, port: Int) throws {
+        let parsed = try LoopbackHTTPServer.parseListen(text)
+        #expect(parsed.host == host && parsed.port == port)
+    }
+
+    @Test("bad listen addresses", arguments: ["9477", ":9477", "::1:9477", "127.0.0.1:x", "[]:1", "127.0.0.1:65536"])
+    func badListen(text: String) {
+        #expect(throws: LoopbackHTTPServer.StartError.self) { try LoopbackHTTPServer.parseListen(text) }
+    }
+
+    @Test("an IPv6 loopback listener serves too")
+    func ipv6() async throws {
+        let server = LoopbackHTTPServer(host: "::1", port: 0) { _, path in
+            HTTPResponse(status: 200, contentType: "text/plain", body: Array(path.utf8))
+        }
+        try server.start()
+        defer { server.stop() }
+        #expect(try await pythonFetch("http://[::1]:\(server.port)/six").body == "/six")
+    }
 }
