@@ -171,4 +171,48 @@ struct LoopbackHTTPServerTests {
         defer { server.stop() }
         #expect(try await pythonFetch("http://[::1]:\(server.port)/six").body == "/six")
     }
+
+    @Test(
+        "/metrics parses with the official Python client (prometheus_client), labels and values intact",
+        .enabled(if: TestEnvironment.hasVenv))
+    func officialParser() async throws {
+        var metrics = MetricsSnapshot()
+        metrics.counter("bridge_hidden_total", "Hidden by rule.\nSecond line \\ backslash.",
+                        labels: [.init("direction", "uplink"), .init("rule", "rate \"burst\"\n\\x é")], 3)
+        metrics.gauge("bridge_mesh_peers", "Peers.", 2.5)
+        metrics.gauge("bridge_queue_depth", "Depth.", labels: [.init("queue", "relay:wss://a.example/?x=1")], 0)
+        metrics.declare("bridge_deposits_total", "Nothing yet.", kind: .counter)
+        let board = StatusBoard(maxAge: .seconds(30), now: { ContinuousClock.now })
+        board.publish(health: HealthReport(checks: []), metrics: metrics)
+        let server = LoopbackHTTPServer(host: "127.0.0.1", port: 0, responder: board.response(method:path:))
+        try server.start()
+        defer { server.stop() }
+        let script = """
+            import sys, json, urllib.request
+            from prometheus_client.parser import text_string_to_metric_families
+            text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+            out = []
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    out.append({"family": family.name, "type": family.type, "doc": family.documentation,
+                                "name": s.name, "labels": s.labels, "value": s.value})
+            with open(sys.argv[2], "w") as f:
+                json.dump(out, f)
+            """
+        let resultFile = TestEnvironment.temporaryDirectory("prom") + "/samples.json"
+        let child = try ChildProcess(
+            TestEnvironment.venvBinary("python"), ["-c", script, "http://127.0.0.1:\(server.port)/metrics", resultFile])
+        #expect(try await child.waitForExit(timeout: .seconds(30)) == 0, "\(child.transcript)")
+        let samples = try #require(try JSONParser().parse(try FileIO.read(resultFile)).arrayValue)
+        #expect(samples.count == 3)
+        let hidden = try #require(samples.first { $0["name"] == .string("bridge_hidden_total") })
+        #expect(hidden["type"] == .string("counter"))
+        #expect(hidden["doc"] == .string("Hidden by rule.\nSecond line \\ backslash."))
+        #expect(hidden["labels"]?["rule"] == .string("rate \"burst\"\n\\x é"))
+        #expect(hidden["value"]?.numberValue == 3)
+        let peers = try #require(samples.first { $0["name"] == .string("bridge_mesh_peers") })
+        #expect(peers["type"] == .string("gauge") && peers["value"]?.numberValue == 2.5)
+        let queue = try #require(samples.first { $0["name"] == .string("bridge_queue_depth") })
+        #expect(queue["labels"]?["queue"] == .string("relay:wss://a.example/?x=1"))
+    }
 }
