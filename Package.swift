@@ -2,7 +2,8 @@
 import PackageDescription
 
 /// Layering (arrows point down only; modules on one level never import each other):
-/// BridgeBot → Bridge → {Nostr, RelayDirectory, Geohash} → {BotCrypto, BotStorage, BotSupport} → C system libraries.
+/// BridgeBot → Bridge → ModerationLog → {Nostr, RelayDirectory, Geohash, SpamFilter} → {BotCrypto, BotStorage, BotSupport}
+/// → C system libraries. (SpamFilterReference sits beside SpamFilter for tests and `bench spam` only.)
 /// Each C library is imported by exactly one Swift wrapper module.
 let package = Package(
     name: "bitchat-bridge",
@@ -39,19 +40,32 @@ let package = Package(
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
         .target(name: "NostrRelay", dependencies: ["Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport"]),
+        .target(name: "SpamFilter", dependencies: ["BotSupport"], exclude: ["README.md"]),
+        // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
+        .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
+        .target(name: "ModerationLog", dependencies: ["SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
-        .target(name: "Bridge", dependencies: ["BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
+        .target(
+            name: "Bridge",
+            dependencies: [
+                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "ModerationLog",
+                "Nostr", "SpamFilter",
+            ]
+        ),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BotProcess", "SpamFilter",
+                "SpamFilterReference", "ModerationLog",
             ]
         ),
 
+        // Child processes with captured output (the demo and the end-to-end tests; Foundation's Process).
+        .target(name: "BotProcess"),
         // Test doubles and process helpers shared by test targets (not a product).
-        .target(name: "BridgeTestSupport"),
+        .target(name: "BridgeTestSupport", dependencies: ["BotProcess"]),
 
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage"]),
@@ -65,8 +79,7 @@ let package = Package(
         .testTarget(name: "NostrTests", dependencies: ["Nostr", "BotCrypto", "BotSupport"]),
         .testTarget(
             name: "NostrRelayTests",
-            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"],
-            resources: [.copy("Fixtures")]
+            dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"]
         ),
         .testTarget(
             name: "BitchatWireTests",
@@ -78,16 +91,22 @@ let package = Package(
             // The bitchat-cli driver is run from its source path (#filePath), not bundled.
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BotCrypto", "BotStorage", "BotSupport", "Nostr", "Geohash"]),
+        .testTarget(
+            name: "BridgeTests",
+            dependencies: ["Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Mesh", "Nostr"]
+        ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(
             name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "WebSocketRuntime"]
         ),
+        .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
         .testTarget(
             name: "WebSocketRuntimeTests",
             dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]
         ),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
+        .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
+        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),
     ]
 )
 

@@ -92,6 +92,8 @@ public struct BridgeConfiguration: Sendable {
     public var logLevel: LogLevel
     /// The spam filter's settings as given (validated by the filter when the bridge starts).
     public var spam: JSONValue?
+    /// The moderation log's settings as given (validated by the log when the bridge starts).
+    public var modlog: JSONValue?
     /// Where each field's value came from, by key.
     public var sources: [String: ConfigurationSource]
 
@@ -121,6 +123,7 @@ public struct BridgeConfiguration: Sendable {
         ("pow_bits", "BRIDGE_POW_BITS", "NIP-13 target for our channel events (default 16)"),
         ("log_level", "BRIDGE_LOG_LEVEL", "trace, debug, info, notice, warning, error (default info)"),
         ("spam", "", "spam filter settings object (file only)"),
+        ("modlog", "", "moderation log settings: log_text, retention_days, max_records (file only)"),
     ]
 
     /// Resolves the configuration from an optional config file's JSON text and the environment.
@@ -254,11 +257,15 @@ public struct BridgeConfiguration: Sendable {
         if let spam, spam.objectValue == nil {
             throw .invalid(field: "spam", value: JSONWriter.compact(spam), reason: "must be an object")
         }
+        let modlog = raw("modlog").json
+        if let modlog, modlog.objectValue == nil {
+            throw .invalid(field: "modlog", value: JSONWriter.compact(modlog), reason: "must be an object")
+        }
         return BridgeConfiguration(
             geohash: geohash, nickname: nickname, dataDirectory: dataDirectory, relays: relays,
             relayDirectory: relayDirectory, relayFile: relayFile, mesh: mesh, mirrorDownlink: mirror.0,
             mirrorUplink: mirror.1, shadow: shadow, gateway: gateway, rendezvous: rendezvous, httpListen: httpListen,
-            powBits: powBits, logLevel: logLevel, spam: spam, sources: sources)
+            powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: sources)
     }
 
     /// The 6-character rendezvous cell, when the geohash is precise enough.
@@ -286,6 +293,7 @@ public struct BridgeConfiguration: Sendable {
             entry("pow_bits", .integer(Int64(powBits))),
             entry("log_level", .string(logLevel.name)),
             entry("spam", spam ?? .object([])),
+            entry("modlog", modlog ?? .object([])),
         ])
     }
 }

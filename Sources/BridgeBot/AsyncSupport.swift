@@ -1,5 +1,5 @@
-import Dispatch
 import BotSupport
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,23 +29,4 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(Comman
 func emitLine(_ value: JSONValue) {
     let line = Array((JSONWriter.compact(value) + "\n").utf8)
     line.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
-}
-
-/// SIGINT/SIGTERM as a one-shot callback (DispatchSource: no work in the signal handler itself).
-final class TerminationSignals {
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ handler: @escaping @Sendable (Int32) -> Void) {
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { handler(number) }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
-    }
-
-    func cancel() { for source in sources { source.cancel() } }
 }

@@ -5,7 +5,8 @@ import BotSupport
 enum BenchCommand {
     /// Every benchmark: name, one-line summary, and the function producing its report.
     static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = [
-        ("identities", "stranger cache: row store vs the one-blob design at C = 2,000 / 10,000 / 100,000", IdentitiesBench.run)
+        ("identities", "stranger cache: row store vs the one-blob design at C = 2,000 / 10,000 / 100,000", IdentitiesBench.run),
+        ("spam", "spam filter vs exhaustive reference: ordinary, flood, junk corpora; memory under a 100k-sender flood", SpamBench.run)
     ]
 
     static var spec: CommandSpec {

@@ -10,6 +10,8 @@ enum BridgeCommandLine {
 
     /// Top-level commands: name, one-line summary, handler taking the remaining arguments.
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws(CommandExit) -> Void)] = [
+        ("run", "Run the bridge (configuration: --config FILE and BRIDGE_* environment variables).", RunCommand.run),
+        ("demo", "Run the offline demo (relay, radio-hub, bridge, scripted phones on loopback).", DemoCommand.run),
         ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
         ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
         ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
@@ -18,6 +20,8 @@ enum BridgeCommandLine {
         ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
         ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines) or say one signed public message.", MeshCommand.run),
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
+        ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
+        ("modlog", "Show the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
         ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).", StatusCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]

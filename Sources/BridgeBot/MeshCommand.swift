@@ -40,17 +40,18 @@ enum MeshCommand {
         switch sub {
         case "listen": try listen(rest)
         case "say": try say(rest)
+        case "deposit": try MeshDepositCommand.run(rest)
         case "--help", "-h": print(listenSpec.helpText + "\n\n" + saySpec.helpText)
         default: throw .usage("unknown mesh subcommand '\(sub)' (listen, say)")
         }
     }
 
-    private struct Setup: Sendable {
+    struct Setup: Sendable {
         let identity: MeshIdentity
         let endpoints: [RadioClientTransport.Endpoint]
     }
 
-    private static func setup(_ args: ParsedArguments) throws(CommandExit) -> Setup {
+    static func setup(_ args: ParsedArguments) throws(CommandExit) -> Setup {
         let urls = args.allValues("--mesh")
         guard !urls.isEmpty else { throw .usage("--mesh tcp://HOST:PORT is required") }
         var endpoints: [RadioClientTransport.Endpoint] = []
@@ -93,7 +94,7 @@ enum MeshCommand {
         return Setup(identity: identity, endpoints: endpoints)
     }
 
-    private static func connect(_ setup: Setup) throws(CommandExit) -> (MeshNode, RadioClientTransport) {
+    static func connect(_ setup: Setup) throws(CommandExit) -> (MeshNode, RadioClientTransport) {
         let transport: RadioClientTransport
         do {
             transport = try RadioClientTransport.connect(setup.endpoints)
@@ -112,7 +113,7 @@ enum MeshCommand {
         _ = try args.requirePositionals([])
         let setup = try setup(args)
         let (node, transport) = try connect(setup)
-        let signals = TerminationSignals { _ in
+        let signals = SignalHandler(ProcessSignal.termination) { _ in
             Task {
                 await node.submit(.sendLeave)
                 transport.close()
@@ -153,7 +154,7 @@ enum MeshCommand {
         }
     }
 
-    private static func sayInGroup(node: MeshNode, transport: RadioClientTransport, setup: Setup, text: String) async throws {
+    static func sayInGroup(node: MeshNode, transport: RadioClientTransport, setup: Setup, text: String) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await node.run() }
             // Links come up on the node's first event; the engine announces on each new link at once.

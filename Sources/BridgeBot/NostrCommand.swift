@@ -121,16 +121,9 @@ enum NostrCommand {
             result.withLock { $0 = code }
             done.signal()
         }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { task.cancel() }
-            source.resume()
-            return source
-        }
+        let signals = SignalHandler(ProcessSignal.termination) { _ in task.cancel() }
         done.wait()
-        for source in sources { source.cancel() }
+        signals.cancel()
         return result.withLock { $0 }
     }
 
@@ -187,12 +180,15 @@ enum NostrCommand {
                                 ("type", .string("rejected")), ("relay", .string(relay)),
                                 ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason)),
                             ]))
-                        case .endOfStoredEvents(let sub):
-                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub))]))
+                        case .endOfStoredEvents(let sub, let fallback):
+                            printLine(.object([("type", .string("eose")), ("subscription", .string(sub)),
+                                               ("fallback", .bool(fallback))]))
                         case .connected(let relay):
                             printLine(.object([("type", .string("connected")), ("relay", .string(relay))]))
                         case .disconnected(let relay, let reason):
                             printLine(.object([("type", .string("disconnected")), ("relay", .string(relay)), ("reason", .string(reason))]))
+                        case .connectFailed(let relay, let reason):
+                            printLine(.object([("type", .string("connect_failed")), ("relay", .string(relay)), ("reason", .string(reason))]))
                         case .closed(let relay, let sub, let message):
                             printLine(.object([("type", .string("closed")), ("relay", .string(relay)),
                                                ("subscription", .string(sub)), ("message", .string(message))]))

@@ -43,7 +43,7 @@ enum RadioHubCommand {
         } catch {
             throw .failure("radio-hub: \(error)")
         }
-        let signals = TerminationSignals { _ in hub.stop() }
+        let signals = SignalHandler(ProcessSignal.termination) { _ in hub.stop() }
         emitLine(.object([
             ("event", .string("listening")), ("port", .integer(Int64(hub.port))),
             ("mtu", .integer(Int64(configuration.mtu))), ("loss", .double(configuration.loss)),

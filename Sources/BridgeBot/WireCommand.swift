@@ -127,4 +127,11 @@ enum WallClock {
         clock_gettime(CLOCK_REALTIME, &spec)
         return UInt64(spec.tv_sec) * 1_000 + UInt64(spec.tv_nsec) / 1_000_000
     }
+
+    /// Seconds since the Unix epoch, with sub-second precision.
+    static func nowSeconds() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
 }

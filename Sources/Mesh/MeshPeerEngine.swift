@@ -55,6 +55,15 @@ public struct MeshPublicMessage: Sendable, Equatable {
     public let stableID: String
     /// TTL as received (7 = first hop).
     public let ttl: UInt8
+
+    public init(sender: MeshPeerID, nickname: String, text: String, timestamp: UInt64, stableID: String, ttl: UInt8) {
+        self.sender = sender
+        self.nickname = nickname
+        self.text = text
+        self.timestamp = timestamp
+        self.stableID = stableID
+        self.ttl = ttl
+    }
 }
 
 /// A Nostr carrier accepted by the rules of MESH-WIRE §9.2 (uplinks: directed to us and signed; downlinks: broadcast).
@@ -62,6 +71,12 @@ public struct MeshCarrier: Sendable, Equatable {
     public let sender: MeshPeerID
     public let payload: NostrCarrierPayload
     public let timestamp: UInt64
+
+    public init(sender: MeshPeerID, payload: NostrCarrierPayload, timestamp: UInt64) {
+        self.sender = sender
+        self.payload = payload
+        self.timestamp = timestamp
+    }
 }
 
 /// What the engine is told.

@@ -55,10 +55,11 @@ public final class RelayPool: Sendable {
 
     public func publish(_ event: NostrEvent) { core.withLock { $0.publish(event) } }
 
+    /// See ``RelayPoolCore/subscribe(id:filters:lookback:now:unixNow:)`` for the duplicate and replay rules.
     @discardableResult
-    public func subscribe(id: String, filters: [NostrFilter], lookback: Int64?) -> Bool {
-        let now = unixNow()
-        return core.withLock { $0.subscribe(id: id, filters: filters, lookback: lookback, unixNow: now) }
+    public func subscribe(id: String, filters: [NostrFilter], lookback: Int64?) -> RelayPoolCore.SubscribeOutcome {
+        let unix = unixNow()
+        return core.withLock { $0.subscribe(id: id, filters: filters, lookback: lookback, now: .now, unixNow: unix) }
     }
 
     public func unsubscribe(id: String) { core.withLock { $0.unsubscribe(id: id) } }
@@ -93,6 +94,8 @@ public final class RelayPool: Sendable {
             case .connected(let relay): logger.info("relay connected", [("relay.url", .string(relay))])
             case .disconnected(let relay, let reason):
                 logger.info("relay disconnected", [("relay.url", .string(relay)), ("reason", .string(reason))])
+            case .connectFailed(let relay, let reason):
+                logger.warning("relay connect failed", [("relay.url", .string(relay)), ("reason", .string(reason))])
             case .rejected(let relay, _, let reason):
                 logger.debug("inbound dropped", [("relay.url", .string(relay)), ("drop.reason", .string(reason))])
             case .ok(let relay, let id, false, let message):

@@ -1,4 +1,5 @@
 public import BotCrypto
+import BotSupport
 public import Nostr
 public import WebSocketRuntime
 
@@ -18,13 +19,17 @@ public enum RelayPoolEvent: Sendable, Equatable {
     case event(NostrEvent, relay: String, subscription: String)
     /// An inbound frame or event dropped, with the named reason (`id_mismatch`, `bad_signature`, …).
     case rejected(relay: String, subscription: String?, reason: String)
-    /// Every relay that received the REQ answered EOSE (or dropped).
-    case endOfStoredEvents(subscription: String)
+    /// Every relay that received the REQ answered EOSE (or dropped) — or, with `fallback` true, the
+    /// 10 s EOSE fallback passed first (NOSTR-GEO §6); stored events may still trickle in after it.
+    case endOfStoredEvents(subscription: String, fallback: Bool)
     case ok(relay: String, eventID: String, accepted: Bool, message: String)
     case closed(relay: String, subscription: String, message: String)
     case notice(relay: String, message: String)
     case connected(relay: String)
     case disconnected(relay: String, reason: String)
+    /// An attempt never came up: DNS, refused, timeout or TLS. For TLS the reason carries lws's own log
+    /// line (e.g. `… (lws: … self-signed certificate …)`), the only place OpenSSL's reason appears.
+    case connectFailed(relay: String, reason: String)
 }
 
 /// Per-relay counters (NOSTR-GEO §15 q1: log and count `OK false` / `CLOSED` reasons per relay).
@@ -32,15 +37,23 @@ public struct RelayStats: Sendable, Equatable {
     public var connects = 0
     public var disconnects = 0
     public var failures: [String: Int] = [:]
+    /// The reason of the most recent failed attempt or lost connection, for status output.
+    public var lastFailure: String?
     public var okAccepted = 0
     public var okRejected: [String: Int] = [:]
     public var closed: [String: Int] = [:]
     public var notices = 0
     public var authAnswered = 0
+    /// Events and subscriptions re-sent after a successful NIP-42 AUTH (they had met `auth-required`).
+    public var authRetried = 0
     public var authIgnored = 0
     /// Inbound drops by reason (parse errors, verification failures, filter mismatch).
     public var drops: [String: Int] = [:]
     public var duplicates = 0
+    /// EOSE frames received (every REQ the relay accepted, including replays).
+    public var eoseReceived = 0
+    /// Subscriptions whose EOSE this relay had not sent when the 10 s fallback fired.
+    public var eoseTimeouts = 0
     public var delivered = 0
     public var published = 0
     /// Events evicted from the offline publish queue.
@@ -64,6 +77,11 @@ public struct RelayPoolCore: Sendable {
         public static let maxRememberedIDs = 8192
         /// Subscriptions at once (nostr-relay allows 32 per connection).
         public static let maxSubscriptions = 32
+        /// A second subscribe with the same id this soon after the last one is ignored (phones: 1 s).
+        public static let duplicateSubscribeWindow: Duration = .seconds(1)
+        /// The initial load counts as done this long after the REQ even if some relay never sent EOSE
+        /// (phones: 10 s).
+        public static let eoseFallback: Duration = .seconds(10)
     }
 
     public struct Configuration: Sendable {
@@ -91,6 +109,10 @@ public struct RelayPoolCore: Sendable {
         /// Filters without `since`; each send sets `since = now − lookback` when `lookback` is set.
         public let filters: [NostrFilter]
         public let lookback: Int64?
+        /// When `subscribe` last accepted this id (monotonic), for the duplicate window.
+        var subscribedAt: ContinuousClock.Instant
+        /// When the EOSE fallback fires if not every relay answered by then.
+        var eoseDeadline: ContinuousClock.Instant
         var eoseWaiting: Set<String> = []
         var eoseReported = false
 
@@ -109,11 +131,41 @@ public struct RelayPoolCore: Sendable {
         let endpoint: WebSocketEndpoint
         var machine: RelayConnectionMachine
         var connection: ConnectionID?
-        var queue = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        var queue = BoundedQueue<QueuedEvent>(capacity: Limits.maxQueuedEvents)
         var activeSubscriptions: Set<String> = []
-        var authEventID: String?
-        var awaitingAuth: Set<String> = []
+        var auth = AuthSession()
         var stats = RelayStats()
+    }
+
+    struct QueuedEvent: Sendable {
+        let id: String
+        let text: String
+    }
+
+    /// NIP-42 state of one connection (reset when it drops). Only used when the operator set `authKey`.
+    ///
+    /// A relay that requires AUTH challenges on connect, but the pool has already sent its REQs and its
+    /// queued EVENTs by then, so they come back `CLOSED auth-required:` / `OK false auth-required:`.
+    /// Those are remembered and re-sent once the relay accepts our AUTH event. Each is retried once per
+    /// connection, so a relay that keeps refusing cannot make the pool loop.
+    struct AuthSession: Sendable {
+        /// Our kind-22242 answer, until its OK.
+        var eventID: String?
+        var authenticated = false
+        /// Subscriptions the relay closed with `auth-required:`.
+        var closedSubscriptions: Set<String> = []
+        /// EVENT texts sent before authentication, by id, until their OK (oldest forgotten first).
+        var unconfirmed: [String: String] = [:]
+        var unconfirmedOrder = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        /// EVENT texts the relay refused with `auth-required:`, re-sent after AUTH (oldest dropped).
+        var refused = BoundedQueue<String>(capacity: Limits.maxQueuedEvents)
+        /// Ids (events and subscriptions) already re-sent on this connection.
+        var retried: Set<String> = []
+
+        mutating func remember(_ event: QueuedEvent) {
+            guard !authenticated, unconfirmed.updateValue(event.text, forKey: event.id) == nil else { return }
+            if let evicted = unconfirmedOrder.append(event.id) { unconfirmed.removeValue(forKey: evicted) }
+        }
     }
 
     public let configuration: Configuration
@@ -122,7 +174,7 @@ public struct RelayPoolCore: Sendable {
     private var subscriptions: [String: Subscription] = [:]
     private var subscriptionOrder: [String] = []
     private var verifier: EventVerifier
-    private var seen = BoundedIDSet(capacity: Limits.maxRememberedIDs)
+    private var seen = BoundedSet<[UInt8]>(capacity: Limits.maxRememberedIDs)
 
     public init(relayURLs: [String], configuration: Configuration, transport: any RelayTransport) throws(WebSocketError) {
         self.configuration = configuration
@@ -166,33 +218,79 @@ public struct RelayPoolCore: Sendable {
 
     /// Sends to every connected relay; queues for the others (≤ 200 each, oldest dropped and counted).
     public mutating func publish(_ event: NostrEvent) {
-        let text = ClientMessage.event(event).text
+        let queued = QueuedEvent(id: event.id.hex, text: ClientMessage.event(event).text)
         for index in relays.indices {
             if let connection = relays[index].connection, relays[index].machine.isConnected {
-                transport.send(connection, text: text)
-                relays[index].stats.published += 1
-            } else if relays[index].queue.append(text) != nil {
+                send(queued, relay: index, connection: connection)
+            } else if relays[index].queue.append(queued) != nil {
                 relays[index].stats.queueDropped += 1
             }
         }
     }
 
+    private mutating func send(_ event: QueuedEvent, relay index: Int, connection: ConnectionID) {
+        transport.send(connection, text: event.text)
+        relays[index].stats.published += 1
+        if configuration.authKey != nil { relays[index].auth.remember(event) }
+    }
+
+    /// What ``subscribe(id:filters:lookback:now:unixNow:)`` did.
+    public enum SubscribeOutcome: Equatable, Sendable {
+        /// New or changed filters: REQ sent to this many connected relays (the others get it on connect).
+        case sent(relays: Int)
+        /// Same filters and lookback as the live subscription: the REQ went only to connected relays where
+        /// it was not active (e.g. closed by the relay); `relays` of them.
+        case alreadyActive(resentTo: Int)
+        /// The same id was subscribed less than ``Limits/duplicateSubscribeWindow`` ago: nothing sent.
+        case ignoredDuplicate
+        /// ``Limits/maxSubscriptions`` reached: nothing sent.
+        case tooManySubscriptions
+    }
+
     /// Opens (or replaces) a subscription on every relay; replayed with a fresh `since` after reconnects.
-    public mutating func subscribe(id: String, filters: [NostrFilter], lookback: Int64?, unixNow: Int64) -> Bool {
-        if subscriptions[id] == nil {
-            guard subscriptions.count < Limits.maxSubscriptions else { return false }
+    ///
+    /// Phones' rules (NOSTR-GEO §6): a second call with the same id within 1 s is ignored, whatever its
+    /// filters (a burst of UI refreshes must not flood relays); an identical REQ that is already active on
+    /// a relay is not sent again. Decision where the spec is silent: after the 1 s window, *changed*
+    /// filters replace the subscription everywhere (NIP-01 semantics of a REQ with a known id) and restart
+    /// EOSE tracking and its fallback.
+    /// - Parameters:
+    ///   - now: monotonic time, for the duplicate window and the EOSE fallback.
+    ///   - unixNow: wall-clock seconds, for `since = unixNow − lookback`.
+    @discardableResult
+    public mutating func subscribe(
+        id: String, filters: [NostrFilter], lookback: Int64?, now: ContinuousClock.Instant, unixNow: Int64
+    ) -> SubscribeOutcome {
+        if let existing = subscriptions[id] {
+            if now - existing.subscribedAt < Limits.duplicateSubscribeWindow { return .ignoredDuplicate }
+            if existing.filters == filters, existing.lookback == lookback {
+                subscriptions[id]?.subscribedAt = now
+                var resent = 0
+                for index in relays.indices where relays[index].machine.isConnected
+                    && !relays[index].activeSubscriptions.contains(id)
+                {
+                    send(subscription: id, relay: index, unixNow: unixNow)
+                    resent += 1
+                }
+                return .alreadyActive(resentTo: resent)
+            }
+        } else {
+            guard subscriptions.count < Limits.maxSubscriptions else { return .tooManySubscriptions }
             subscriptionOrder.append(id)
         }
-        var subscription = Subscription(id: id, filters: filters, lookback: lookback)
+        var subscription = Subscription(id: id, filters: filters, lookback: lookback, subscribedAt: now,
+                                        eoseDeadline: now + Limits.eoseFallback)
         let text = subscription.request(unixNow: unixNow).text
+        var sent = 0
         for index in relays.indices {
             guard let connection = relays[index].connection, relays[index].machine.isConnected else { continue }
             transport.send(connection, text: text)
             relays[index].activeSubscriptions.insert(id)
             subscription.eoseWaiting.insert(relays[index].url)
+            sent += 1
         }
         subscriptions[id] = subscription
-        return true
+        return .sent(relays: sent)
     }
 
     /// Forgets the subscription locally first, then sends CLOSE where it is active.
@@ -212,6 +310,18 @@ public struct RelayPoolCore: Sendable {
         for index in relays.indices {
             let actions = relays[index].machine.tick(now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
+        }
+        // EOSE fallback: the initial load is over after 10 s even if some relay never answered.
+        for id in subscriptionOrder {
+            guard var subscription = subscriptions[id], !subscription.eoseReported, now >= subscription.eoseDeadline
+            else { continue }
+            for index in relays.indices where subscription.eoseWaiting.contains(relays[index].url) {
+                relays[index].stats.eoseTimeouts += 1
+            }
+            subscription.eoseWaiting.removeAll()
+            subscription.eoseReported = true
+            subscriptions[id] = subscription
+            out.append(.endOfStoredEvents(subscription: id, fallback: true))
         }
         return out
     }
@@ -235,7 +345,11 @@ public struct RelayPoolCore: Sendable {
             case .closed, .closedLocally: kind = .closed
             }
             let wasConnected = relays[index].machine.isConnected
-            if !wasConnected { relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1 }
+            relays[index].stats.lastFailure = failure.description
+            if !wasConnected {
+                relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1
+                out.append(.connectFailed(relay: relays[index].url, reason: failure.description))
+            }
             let actions = relays[index].machine.ended(kind, now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, reason: failure.description, into: &out)
         case .oversizedMessage(let id, let bytes):
@@ -308,20 +422,36 @@ public struct RelayPoolCore: Sendable {
             } else {
                 relays[index].stats.okRejected[RelayStats.reasonKey(reason), default: 0] += 1
             }
-            if accepted, eventID == relays[index].authEventID {
-                // Authenticated: replay what the relay closed with auth-required.
-                let waiting = relays[index].awaitingAuth
-                relays[index].awaitingAuth.removeAll()
-                for id in subscriptionOrder where waiting.contains(id) { send(subscription: id, relay: index, unixNow: unixNow) }
+            if eventID == relays[index].auth.eventID, !eventID.isEmpty {
+                if accepted { authenticated(relay: index, unixNow: unixNow) }
+            } else if !accepted, reason.hasPrefix("auth-required:"), configuration.authKey != nil,
+                let text = relays[index].auth.unconfirmed.removeValue(forKey: eventID)
+            {
+                if relays[index].auth.authenticated {
+                    retry(event: eventID, text: text, relay: index)
+                } else if relays[index].auth.refused.append(text) != nil {
+                    relays[index].stats.queueDropped += 1
+                }
+            } else {
+                relays[index].auth.unconfirmed.removeValue(forKey: eventID)
             }
             out.append(.ok(relay: url, eventID: eventID, accepted: accepted, message: reason))
         case .endOfStoredEvents(let subscriptionID):
+            relays[index].stats.eoseReceived += 1
             eoseAnswered(subscriptionID, relay: url, into: &out)
         case .closed(let subscriptionID, let reason):
             relays[index].stats.closed[RelayStats.reasonKey(reason), default: 0] += 1
             relays[index].activeSubscriptions.remove(subscriptionID)
             if reason.hasPrefix("auth-required:"), configuration.authKey != nil, subscriptions[subscriptionID] != nil {
-                relays[index].awaitingAuth.insert(subscriptionID)
+                if relays[index].auth.authenticated {
+                    // Closed although we are authenticated (the REQ crossed our AUTH): once more.
+                    if relays[index].auth.retried.insert("sub:" + subscriptionID).inserted {
+                        relays[index].stats.authRetried += 1
+                        send(subscription: subscriptionID, relay: index, unixNow: unixNow)
+                    }
+                } else {
+                    relays[index].auth.closedSubscriptions.insert(subscriptionID)
+                }
             }
             eoseAnswered(subscriptionID, relay: url, into: &out)
             out.append(.closed(relay: url, subscription: subscriptionID, message: reason))
@@ -339,7 +469,7 @@ public struct RelayPoolCore: Sendable {
                 drop(index, subscription: nil, "auth_signing_failed", into: &out)
                 return
             }
-            relays[index].authEventID = signed.id.hex
+            relays[index].auth.eventID = signed.id.hex
             relays[index].stats.authAnswered += 1
             transport.send(connection, text: ClientMessage.auth(signed).text)
         }
@@ -353,12 +483,39 @@ public struct RelayPoolCore: Sendable {
         return filter.matches(event)
     }
 
+    /// The relay accepted our AUTH: re-send what it refused for want of it, subscriptions first.
+    private mutating func authenticated(relay index: Int, unixNow: Int64) {
+        var auth = relays[index].auth
+        auth.authenticated = true
+        auth.eventID = nil
+        let closed = auth.closedSubscriptions
+        auth.closedSubscriptions.removeAll()
+        var refused: [String] = []
+        while let text = auth.refused.popFirst() { refused.append(text) }
+        auth.unconfirmed.removeAll()
+        auth.unconfirmedOrder = BoundedQueue(capacity: Limits.maxQueuedEvents)
+        relays[index].auth = auth
+        for id in subscriptionOrder where closed.contains(id) && relays[index].auth.retried.insert("sub:" + id).inserted {
+            relays[index].stats.authRetried += 1
+            send(subscription: id, relay: index, unixNow: unixNow)
+        }
+        for text in refused { retry(event: nil, text: text, relay: index) }
+    }
+
+    private mutating func retry(event id: String?, text: String, relay index: Int) {
+        guard let connection = relays[index].connection else { return }
+        if let id, !relays[index].auth.retried.insert("event:" + id).inserted { return }
+        relays[index].stats.authRetried += 1
+        transport.send(connection, text: text)
+    }
+
     private mutating func eoseAnswered(_ id: String, relay url: String, into out: inout [RelayPoolEvent]) {
-        guard var subscription = subscriptions[id] else { return }
-        subscription.eoseWaiting.remove(url)
+        // Only a relay that was sent the REQ can complete the initial load; one that never got it
+        // (connected later, or not at all) must not end it early.
+        guard var subscription = subscriptions[id], subscription.eoseWaiting.remove(url) != nil else { return }
         if subscription.eoseWaiting.isEmpty, !subscription.eoseReported {
             subscription.eoseReported = true
-            out.append(.endOfStoredEvents(subscription: id))
+            out.append(.endOfStoredEvents(subscription: id, fallback: false))
         }
         subscriptions[id] = subscription
     }
@@ -385,17 +542,14 @@ public struct RelayPoolCore: Sendable {
             case .connected:
                 relays[index].stats.connects += 1
                 guard let connection = relays[index].connection else { continue }
-                while let text = relays[index].queue.popFirst() {
-                    transport.send(connection, text: text)
-                    relays[index].stats.published += 1
-                }
+                while let queued = relays[index].queue.popFirst() { send(queued, relay: index, connection: connection) }
                 relays[index].activeSubscriptions.removeAll()
                 for id in subscriptionOrder { send(subscription: id, relay: index, unixNow: unixNow) }
                 out.append(.connected(relay: relays[index].url))
             case .disconnected:
                 relays[index].stats.disconnects += 1
                 relays[index].activeSubscriptions.removeAll()
-                relays[index].authEventID = nil
+                relays[index].auth = AuthSession()
                 for id in subscriptionOrder { eoseAnswered(id, relay: relays[index].url, into: &out) }
                 out.append(.disconnected(relay: relays[index].url, reason: reason.isEmpty ? "closed" : reason))
             }

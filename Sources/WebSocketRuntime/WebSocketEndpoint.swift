@@ -80,8 +80,9 @@ public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
 public enum WebSocketFailure: Equatable, Sendable, CustomStringConvertible {
     /// The name did not resolve (getaddrinfo error text).
     case dns(String)
-    /// TCP, TLS or handshake failure; `detail` is lws's string plus the last lws log error (where TLS
-    /// reasons such as "hostname mismatch" appear).
+    /// TCP, TLS or handshake failure; `detail` is lws's string plus either OpenSSL's certificate verdict
+    /// (`(certificate: hostname mismatch)`, `(certificate: self-signed certificate)`, …) or the last lws
+    /// log error line of the service thread (`(lws: …)`).
     case connect(String)
     /// Closed after being open; code from the peer's close frame when there was one.
     case closed(code: Int?)

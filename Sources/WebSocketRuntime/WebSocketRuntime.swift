@@ -216,6 +216,7 @@ public final class WebSocketRuntime: @unchecked Sendable {
         for connection in connections.values { onEvent(.ended(connection.id, .closedLocally)) }
         connections.removeAll()
         lws_context_destroy(context)
+        LWSLog.forgetThread()
     }
 
     private func drainInbox() {
@@ -286,6 +287,18 @@ public final class WebSocketRuntime: @unchecked Sendable {
         if connections[connection.id.raw] != nil { connection.wsi = wsi }
     }
 
+    /// OpenSSL's verdict on the peer certificate ("self-signed certificate", "hostname mismatch", …), or nil
+    /// when verification did not fail (or there is no TLS). Read from the SSL object itself because lws
+    /// 4.1's own log line is unreliable when several contexts exist: each context creation re-allocates
+    /// lws's global SSL ex-data index, and a handshake started before that logs "can't get wsi from ssl
+    /// privdata" instead of the reason (the certificate is still refused).
+    private static func certificateProblem(_ wsi: OpaquePointer) -> String? {
+        guard let ssl = lws_get_ssl(wsi) else { return nil }
+        let result = SSL_get_verify_result(ssl)
+        guard result != X509_V_OK, let text = X509_verify_cert_error_string(result) else { return nil }
+        return String(cString: text)
+    }
+
     private func end(_ connection: Connection, _ failure: WebSocketFailure) {
         guard connections.removeValue(forKey: connection.id.raw) != nil else { return }
         connection.wsi = nil
@@ -354,7 +367,9 @@ public final class WebSocketRuntime: @unchecked Sendable {
             }
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
-            end(connection, connection.closing ? .closedLocally : .connect(detail + LWSLog.lastErrorSuffix()))
+            let reason = Self.certificateProblem(wsi).map { " (certificate: \($0))" }
+            let suffix = LWSLog.lastErrorSuffix()  // consumed either way
+            end(connection, connection.closing ? .closedLocally : .connect(detail + (reason ?? suffix)))
         case LWS_CALLBACK_CLIENT_CLOSED:
             end(connection, connection.closing ? .closedLocally : .closed(code: connection.peerCloseCode))
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
@@ -383,8 +398,13 @@ private func webSocketCallback(
 
 /// Routes lws's own log (the only place real TLS reasons appear, SWIFT-LINUX §4.5) into memory, so the
 /// next connection error can carry the last error line.
+///
+/// lws 4.1's log hook is process-wide and its lines name no connection, but lws logs synchronously on
+/// the service thread that hit the error, and the connection error is reported on that same thread right
+/// after. So the last line is kept **per thread**: a failure in one runtime never picks up another
+/// runtime's line (several pools, or parallel tests, in one process).
 enum LWSLog {
-    private static let state = Mutex<(installed: Bool, lastError: String?)>((false, nil))
+    private static let state = Mutex<(installed: Bool, lastError: [pthread_t: String])>((false, [:]))
 
     static func install() {
         let first = state.withLock { state -> Bool in
@@ -394,16 +414,16 @@ enum LWSLog {
         if first { lws_set_log_level(LLL_ERR | LLL_WARN, lwsLogEmit) }
     }
 
-    static func record(_ line: String) { state.withLock { $0.lastError = line } }
+    static func record(_ line: String) { state.withLock { $0.lastError[pthread_self()] = line } }
 
-    /// `" (lws: <last error line>)"` once, then cleared.
+    /// `" (lws: <last error line on this thread>)"` once, then cleared.
     static func lastErrorSuffix() -> String {
-        guard let line = state.withLock({ state -> String? in
-            defer { state.lastError = nil }
-            return state.lastError
-        }) else { return "" }
+        guard let line = state.withLock({ $0.lastError.removeValue(forKey: pthread_self()) }) else { return "" }
         return " (lws: \(line.trimmingSuffix()))"
     }
+
+    /// Forgets this thread's line (a service thread that is ending).
+    static func forgetThread() { _ = state.withLock { $0.lastError.removeValue(forKey: pthread_self()) } }
 }
 
 private func lwsLogEmit(_ level: Int32, _ line: UnsafePointer<CChar>?) {

@@ -6,7 +6,7 @@ import Testing
 struct SignalTests {
     @Test("a raised SIGHUP arrives on the stream instead of ending the process")
     func hangup() async throws {
-        let stream = SignalWatcher.signals([.hangup])
+        let stream = SignalHandler.stream([.hangup])
         var iterator = stream.makeAsyncIterator()
         // Raise until seen: the source may need a moment to be installed on its queue.
         let raiser = Task {

@@ -8,51 +8,6 @@ import Synchronization
 import Testing
 import WebSocketRuntime
 
-/// Real relay processes on 127.0.0.1, started and stopped by each test (launchers in Fixtures/).
-enum Peers {
-    static var fixtures: String { Bundle.module.path(forResource: "Fixtures", ofType: nil) ?? "Tests/NostrRelayTests/Fixtures" }
-
-    enum Kind { case sdk, nostrRelay, monstr }
-
-    static func start(_ kind: Kind, port: Int, directory: String) async throws -> ChildProcess {
-        let process: ChildProcess
-        switch kind {
-        case .sdk:
-            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"], name: "sdk-relay")
-        case .monstr:
-            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/monstr_relay.py", "--port", "\(port)", "--no-store"], name: "monstr")
-        case .nostrRelay:
-            let template = try String(contentsOfFile: fixtures + "/nostr-relay.yaml.in", encoding: .utf8)
-            let config = template.replacingOccurrences(of: "@DB_PATH@", with: directory + "/relay.sqlite3")
-                .replacingOccurrences(of: "17011", with: "\(port)")
-            let path = directory + "/nostr-relay-\(port).yaml"
-            try config.write(toFile: path, atomically: true, encoding: .utf8)
-            process = try ChildProcess(TestEnvironment.venvBinary("nostr-relay"), ["-c", path, "serve", "--use-uvicorn"], name: "nostr-relay")
-        }
-        try await waitForPort(port, process: process)
-        return process
-    }
-
-    static func waitForPort(_ port: Int, process: ChildProcess) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(fd)
-            if rc == 0 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        struct PortTimeout: Error, CustomStringConvertible { let description: String }
-        throw PortTimeout(description: "port \(port) never opened:\n\(process.transcript)")
-    }
-}
-
 /// Runs a pool and collects what it reports.
 final class PoolHarness: Sendable {
     let pool: RelayPool
@@ -64,10 +19,11 @@ final class PoolHarness: Sendable {
     let runner: Task<Void, Never>
     let consumer: Task<Void, Never>
 
-    init(urls: [String], caFile: String? = nil) throws {
-        let pool = try RelayPool(relayURLs: urls, configuration: .init(jitterUnit: { 0.5 }),
+    init(urls: [String], caFile: String? = nil, authKey: SchnorrSecretKey? = nil,
+         logger: Logger = Logger(label: "test", level: .error)) throws {
+        let pool = try RelayPool(relayURLs: urls, configuration: .init(authKey: authKey, jitterUnit: { 0.5 }),
                                  webSocket: .init(caFile: caFile, connectTimeoutSeconds: 5),
-                                 logger: Logger(label: "test", level: .error), unixNow: { Int64(Date().timeIntervalSince1970) })
+                                 logger: logger, unixNow: { Int64(Date().timeIntervalSince1970) })
         self.pool = pool
         runner = Task { try? await pool.run() }
         let reports = reports
@@ -132,10 +88,12 @@ struct RealRelayTests {
         let second = try Self.chat("after restart")
         publisher.pool.publish(second)
         try await listener.wait("second event") { $0.contains { if case .event(second, _, _) = $0 { true } else { false } } }
-        // nostr-relay replays the stored first event on resubscribe; dedup keeps it to one delivery.
-        try await Task.sleep(for: .milliseconds(300))
+        // nostr-relay replays the stored first event on resubscribe, before its EOSE; once that second
+        // EOSE is in, dedup must have kept the first event to one delivery.
+        try await listener.wait("EOSE after resubscribing") { _ in (listener.pool.stats(url)?.eoseReceived ?? 0) >= 2 }
         #expect(listener.events.filter { $0.id == first.id }.count == 1)
         #expect(listener.events.filter { $0.id == second.id }.count == 1)
+        if kind == .nostrRelay { #expect((listener.pool.stats(url)?.duplicates ?? 0) >= 1, "the replayed copy was deduplicated") }
         #expect(listener.rejections.isEmpty)
         await publisher.stop()
         await listener.stop()

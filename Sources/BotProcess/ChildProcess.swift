@@ -1,7 +1,7 @@
 public import Foundation
 import Synchronization
 
-/// A child process for integration tests (a relay, a bridge, a scripted phone): output captured line by
+/// A child process (a relay, a bridge, a scripted phone — in tests and in the demo): output captured line by
 /// line, awaited under a deadline, and always stopped — by ``stop()`` or, as a last resort, on deinit.
 public final class ChildProcess: @unchecked Sendable {
     /// Why waiting on a child failed.
@@ -132,10 +132,14 @@ public final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Sends `signal` (SIGTERM by default) and reaps the child.
-    public func stop(signal: Int32 = SIGTERM) {
+    /// Sends `signal` (SIGTERM by default) and reaps the child; a child still running after `grace`
+    /// (some relays ignore SIGTERM) is killed with SIGKILL.
+    public func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(5)) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, signal)
+        let deadline = ContinuousClock.now + grace
+        while process.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

@@ -99,3 +99,45 @@ public struct KeyedWindowLimiter<Key: Hashable & Sendable>: Sendable {
 
     public var trackedKeys: Int { limiters.count }
 }
+
+/// A FIFO of at most `capacity` elements in a ring buffer: O(1) append, O(1) eviction of the oldest.
+public struct BoundedQueue<Element: Sendable>: Sendable {
+    public let capacity: Int
+    private var storage: [Element?]
+    private var head = 0
+    public private(set) var count = 0
+    /// Elements evicted because the queue was full.
+    public private(set) var dropped = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "capacity must be positive")
+        self.capacity = capacity
+        storage = Array(repeating: nil, count: capacity)
+    }
+
+    public var isEmpty: Bool { count == 0 }
+
+    /// Appends; when full, the oldest element is evicted and returned.
+    @discardableResult
+    public mutating func append(_ element: Element) -> Element? {
+        if count == capacity {
+            let evicted = storage[head]
+            storage[head] = element
+            head = (head + 1) % capacity
+            dropped += 1
+            return evicted
+        }
+        storage[(head + count) % capacity] = element
+        count += 1
+        return nil
+    }
+
+    public mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = storage[head]
+        storage[head] = nil
+        head = (head + 1) % capacity
+        count -= 1
+        return element
+    }
+}

@@ -1,0 +1,268 @@
+import BitchatWire
+import BotCrypto
+import BotStorage
+public import BotSupport
+import Geohash
+public import IdentityCache
+public import Mesh
+public import Nostr
+
+/// What the bridge needs from the relay side (the executable adapts the live relay pool to it), so this
+/// module never touches sockets.
+public protocol BridgeRelayClient: Sendable {
+    func publish(_ event: NostrEvent)
+}
+
+/// Inbound relay traffic, already verified by the pool (structure, verification budget, signature).
+public enum BridgeRelayInput: Sendable {
+    case event(NostrEvent)
+    /// How many relays are connected now.
+    case connectedRelays(Int)
+}
+
+/// Decides whether a message may cross: block list, spam filter, moderation log. Owned by the coordinator
+/// and called only from it (so implementations need not be thread-safe).
+public protocol BridgeJudgement: AnyObject {
+    func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> BridgeRouter.Verdict
+    /// Periodic upkeep (moderation-log retention); called about once a minute.
+    func maintain(now: Double)
+}
+
+/// Runs the bridge: feeds relay events, mesh actions and time into the pure ``BridgeRouter`` and performs
+/// its actions (persist, publish, broadcast, mirror). One actor hop per inbound message; the router, the
+/// stranger cache and the judgement are plain properties, touched only here.
+public actor BridgeCoordinator {
+    public struct Dependencies: Sendable {
+        /// Wall-clock seconds since the Unix epoch.
+        public var unixNow: @Sendable () -> Double
+        /// Uniform [0, 1) for the downlink holds.
+        public var unitRandom: @Sendable () -> Double
+
+        public init(unixNow: @escaping @Sendable () -> Double, unitRandom: @escaping @Sendable () -> Double) {
+            self.unixNow = unixNow
+            self.unitRandom = unitRandom
+        }
+    }
+
+    private var router: BridgeRouter
+    private let mesh: MeshNode
+    private let relays: any BridgeRelayClient
+    private nonisolated(unsafe) let recent: RecentEventStore
+    private nonisolated(unsafe) let identities: PeerIdentityCache
+    private nonisolated(unsafe) let judgement: any BridgeJudgement
+    private let keys: BridgeKeys
+    private let channel: String?
+    private let powBits: Int
+    private let logger: Logger
+    private let dependencies: Dependencies
+    /// Noise keys of verified peers, for fingerprints (the spam filter's mesh sender key).
+    private var peerNoiseKeys: [MeshPeerID: [UInt8]] = [:]
+    private var connectedRelays = 0
+    public private(set) var failedPersists = 0
+
+    public init(
+        router: BridgeRouter, mesh: MeshNode, relays: any BridgeRelayClient, recent: RecentEventStore,
+        identities: PeerIdentityCache, judgement: any BridgeJudgement, keys: BridgeKeys, powBits: Int,
+        logger: Logger, dependencies: Dependencies
+    ) {
+        self.router = router
+        self.mesh = mesh
+        self.relays = relays
+        self.recent = recent
+        self.identities = identities
+        self.judgement = judgement
+        self.keys = keys
+        self.channel = router.settings.channel?.string
+        self.powBits = powBits
+        self.logger = logger
+        self.dependencies = dependencies
+    }
+
+    /// Runs until `relayInputs` ends, the mesh node stops, or the task is cancelled.
+    public func run(relayInputs: AsyncStream<BridgeRelayInput>) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await input in relayInputs { await self.handle(input) }
+            }
+            group.addTask { [mesh] in
+                for await action in mesh.actions { await self.handle(action) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    let wait = await self.tick()
+                    try? await Task.sleep(for: .milliseconds(Int64(max(20, min(1000, wait * 1000)))))
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    if !Task.isCancelled { await self.minutely() }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        logSummary()
+    }
+
+    // MARK: Inputs
+
+    private func handle(_ input: BridgeRelayInput) {
+        let now = dependencies.unixNow()
+        switch input {
+        case .event(let event):
+            recordSighting(try? .nostr(pubkey: event.pubkey.bytes, nickname: event.firstTag("n").flatMap { $0.count > 1 ? $0[1] : nil }))
+            let actions = router.relayEvent(event, now: now, random: dependencies.unitRandom(), judge: judge)
+            perform(actions)
+        case .connectedRelays(let count):
+            connectedRelays = count
+            perform(router.relaysConnected(count > 0, now: now))
+        }
+    }
+
+    private func handle(_ action: MeshAction) {
+        let now = dependencies.unixNow()
+        switch action {
+        case .peerVerified(let peer):
+            peerNoiseKeys[peer.id] = peer.noisePublicKey
+            recordSighting(
+                try? .mesh(
+                    noiseKey: peer.noisePublicKey, signingKey: peer.signingPublicKey.rawRepresentation,
+                    peerID: peer.id.rawValue, nickname: peer.nickname))
+        case .peerLost(let id, _):
+            peerNoiseKeys[id] = nil
+        case .publicMessage(let message):
+            let noise = peerNoiseKeys[message.sender]
+            let fingerprint = noise.map { Hex.encode(SHA256.hash($0)) }
+            let identity = noise.flatMap { try? IdentityKey.mesh(noiseKey: $0) }
+            perform(router.meshMessage(message, senderKey: fingerprint ?? message.sender.hex, identity: identity, judge: judge))
+        case .carrier(let carrier):
+            perform(router.meshCarrier(carrier, now: now, judge: judge))
+        case .transmit:
+            break
+        }
+    }
+
+    /// Periodic work; returns seconds until the router wants the next tick.
+    private func tick() -> Double {
+        let now = dependencies.unixNow()
+        perform(router.tick(now: now))
+        return router.nextWake(now: now) - now
+    }
+
+    private func judge(_ candidate: BridgeRouter.Candidate) -> BridgeRouter.Verdict {
+        judgement.judge(candidate, now: dependencies.unixNow())
+    }
+
+    private func recordSighting(_ sighting: PeerIdentityCache.Sighting?) {
+        guard let sighting else { return }
+        let now = UTCTime(millisecondsSince1970: Int64(dependencies.unixNow() * 1000))
+        do {
+            _ = try identities.recordSighting(sighting, now: now)
+        } catch {
+            logger.warning("stranger cache write failed", [("error", .string("\(error)"))])
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [BridgeRouter.Action]) {
+        var skipNext = false
+        for action in actions {
+            if skipNext {
+                skipNext = false
+                continue
+            }
+            switch action {
+            case .remember(let id, let role):
+                do {
+                    try recent.record(id.bytes, as: role)
+                } catch {
+                    // Without the durable record a restart could forward twice: skip this forward, loudly.
+                    failedPersists += 1
+                    logger.error("cannot record a forwarded event; not forwarding it", [
+                        ("event.id", .string(id.hex)), ("error", .string(error.description)),
+                    ])
+                    skipNext = true
+                }
+            case .publish(let event):
+                relays.publish(event)
+                logger.info("published", [("event.id", .string(event.id.hex)), ("event.kind", .integer(Int64(event.kind)))])
+            case .broadcast(let downlink, let id):
+                broadcast(downlink, id: id)
+            case .mirrorUplink(let message, let senderKey):
+                mirrorUplink(message, senderKey: senderKey)
+            }
+        }
+    }
+
+    private func broadcast(_ downlink: BridgeRouter.Downlink, id: EventID) {
+        let now = UInt64(dependencies.unixNow() * 1000)
+        switch downlink {
+        case .carrier(let payload):
+            guard let bytes = try? payload.encode() else {
+                logger.warning("carrier could not be encoded", [("event.id", .string(id.hex))])
+                return
+            }
+            let packet = MeshPacket(
+                type: .nostrCarrier, timestamp: now, sender: MeshPeerID(noisePublicKey: keys.noiseKey.publicKey), payload: bytes)
+            let node = mesh
+            Task { await node.submit(.originate(packet, sign: false)) }
+            logger.info("downlinked", [
+                ("event.id", .string(id.hex)), ("carrier.direction", .string(payload.direction.name)),
+                ("carrier.geohash", .string(payload.geohash)),
+            ])
+        case .text(let text):
+            let node = mesh
+            Task { await node.submit(.sendPublicMessage(text)) }
+            logger.info("mirrored to mesh", [("event.id", .string(id.hex))])
+        }
+    }
+
+    /// The opt-in uplink mirror: the public mesh message becomes a channel event signed by a key derived
+    /// for its author (`mesh|<fingerprint>|<geohash>`), `n` = `<nickname>@mesh`, mined to the configured
+    /// target. Mining 16 bits costs ~65,000 hashes (tens of ms) on this actor; higher targets are capped
+    /// by the configuration (≤ 32).
+    private func mirrorUplink(_ message: MeshPublicMessage, senderKey: String) {
+        guard let channel else { return }
+        do {
+            let key = try NostrKeyDerivation.secretKey(
+                seed: keys.nostrSeed, label: NostrKeyDerivation.mirrorAuthorLabel(fingerprint: senderKey, geohash: channel))
+            let unsigned = UnsignedEvent(
+                pubkey: key.publicKey, createdAt: Int64(dependencies.unixNow()), kind: NostrKind.ephemeralChat,
+                tags: [["g", channel], ["n", message.nickname + "@mesh"]], content: message.text)
+            let mined = try NostrPoW.mine(unsigned, target: powBits)
+            let event = try mined.event.signed(with: key)
+            router.recordOwnPublication(event.id)
+            try recent.record(event.id.bytes, as: .published)
+            relays.publish(event)
+        } catch {
+            logger.warning("mirror uplink failed", [("error", .string("\(error)"))])
+        }
+    }
+
+    // MARK: Observability
+
+    /// Counters for metrics and tests.
+    public var counters: [String: Int] { router.counters }
+    public var pendingDownlinks: Int { router.pendingDownlinks }
+
+    private func minutely() {
+        judgement.maintain(now: dependencies.unixNow())
+        logSummary()
+    }
+
+    private func logSummary() {
+        let c = router.counters
+        func total(_ prefix: String) -> Int { c.filter { $0.key.hasPrefix(prefix) }.values.reduce(0, +) }
+        logger.notice("summary", [
+            ("forwarded.nostr_to_mesh", .integer(Int64(c["nostr_to_mesh.broadcast"] ?? 0))),
+            ("forwarded.mesh_to_nostr", .integer(Int64((c["mesh_to_nostr.published"] ?? 0) + (c["mesh_to_nostr.mirrored"] ?? 0)))),
+            ("hidden.nostr_to_mesh", .integer(Int64(total("nostr_to_mesh.hidden.")))),
+            ("hidden.mesh_to_nostr", .integer(Int64(total("mesh_to_nostr.hidden.")))),
+            ("relays.connected", .integer(Int64(connectedRelays))),
+            ("mesh.peers", .integer(Int64(peerNoiseKeys.count))),
+            ("downlinks.pending", .integer(Int64(router.pendingDownlinks))),
+        ])
+    }
+}

@@ -1,0 +1,131 @@
+import BotSupport
+import ModerationLog
+import SpamFilter
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `bitchat-bridge modlog`: reads the moderation log (hidden and, in shadow mode, would-be-hidden messages).
+enum ModlogCommand {
+    static let spec = CommandSpec(
+        path: "modlog",
+        summary: "Show the moderation log: messages the spam filter hid, with rule and figures.",
+        usage: ["[--since DURATION] [--rule RULE] [--direction DIR] [--sender KEY] [--limit N] [--json] [--data-dir DIR]"],
+        options: [
+            .value("--since", "DURATION", "Only records from the last DURATION (90s, 10m, 1h, 2d; a bare number is seconds)."),
+            .value("--rule", "RULE", "Only this rule: " + SpamRule.allCases.map(\.rawValue).joined(separator: ", ") + "."),
+            .value("--direction", "DIR", "nostr-to-mesh or mesh-to-nostr."),
+            .value("--sender", "KEY", "Only this sender key."),
+            .value("--limit", "N", "At most N records, newest first (default 50)."),
+            .flag("--json", "One JSON object per record, one per line."),
+            .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
+        ]
+    )
+
+    /// Seconds in a duration like `90s`, `10m`, `1h`, `2d` or `3600`.
+    static func parseDuration(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        var number = Substring(text)
+        var factor = 1.0
+        if let last = text.last, let unit = units[last] {
+            number = text.dropLast()
+            factor = unit
+        }
+        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
+        return value * factor
+    }
+
+    static func run(_ arguments: [String]) throws(CommandExit) {
+        let args = try ParsedArguments.parse(arguments, spec: spec)
+        _ = try args.requirePositionals([])
+        var query = ModerationQuery(limit: 50)
+        if let since = args.value("--since") {
+            guard let seconds = parseDuration(since) else { throw .usage("--since '\(since)' is not a duration like 90s, 10m, 1h, 2d") }
+            query.since = wallClockNow() - seconds
+        }
+        if let rule = args.value("--rule") {
+            guard let parsed = SpamRule(rawValue: rule) else {
+                throw .usage("--rule '\(rule)' is not one of " + SpamRule.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            query.rule = parsed
+        }
+        if let direction = args.value("--direction") {
+            guard let parsed = SpamDirection(text: direction) else {
+                throw .usage("--direction '\(direction)' must be nostr-to-mesh or mesh-to-nostr")
+            }
+            query.direction = parsed
+        }
+        query.senderKey = args.value("--sender")
+        if let limit = args.value("--limit") {
+            guard let n = Int(limit), n >= 1, n <= ModerationLog.Limits.maxQueryLimit else {
+                throw .usage("--limit '\(limit)' must be between 1 and \(ModerationLog.Limits.maxQueryLimit)")
+            }
+            query.limit = n
+        }
+        let path = FileIO.join(Paths.dataDirectory(option: args.value("--data-dir")), "bridge.sqlite3")
+        guard FileIO.exists(path) else {
+            if !args.has("--json") { print("No moderation log yet (\(path) does not exist).") }
+            return
+        }
+        let records: [ModerationRecord]
+        do {
+            records = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil).records(query)
+        } catch {
+            throw .failure(error.description)
+        }
+        if args.has("--json") {
+            for record in records { print(JSONWriter.compact(record.jsonValue)) }
+            return
+        }
+        if records.isEmpty {
+            print("No matching records in \(path).")
+            return
+        }
+        print(
+            "time (UTC)".padding(toLength: 20) + "direction".padding(toLength: 15) + "channel".padding(toLength: 10)
+                + "rule".padding(toLength: 19) + "sender".padding(toLength: 18) + "figure".padding(toLength: 34) + "text")
+        for r in records {
+            let sender = r.senderKey.count > 16 ? String(r.senderKey.prefix(16)) : r.senderKey
+            let text = r.text.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } ?? "sha256:" + String(r.textSHA256.prefix(16))
+            print(
+                utcTime(r.judgedAt).padding(toLength: 20) + r.direction.rawValue.padding(toLength: 15)
+                    + String(r.channel.prefix(9)).padding(toLength: 10) + (r.rule.rawValue + (r.shadow ? "*" : "")).padding(toLength: 19)
+                    + sender.padding(toLength: 18) + summary(r).padding(toLength: 34) + text.replacingNewlines())
+        }
+        if records.contains(where: \.shadow) { print("* shadow mode: logged, not hidden") }
+    }
+
+    /// The rule's key figure, from the stored figures JSON.
+    static func summary(_ r: ModerationRecord) -> String {
+        func n(_ v: JSONValue?) -> String {
+            guard let d = v?.numberValue else { return "?" }
+            return d == d.rounded() ? String(Int64(d)) : String((d * 1000).rounded() / 1000)
+        }
+        let f = r.figures
+        switch r.rule {
+        case .messageRate, .characterRate, .linkRate:
+            let key = r.rule == .messageRate ? "message_bucket" : r.rule == .characterRate ? "character_bucket" : "link_bucket"
+            return "needs \(n(f[key]?["cost"])), has \(n(f[key]?["level"]))/\(n(f[key]?["capacity"]))"
+        case .repeatedMessage, .crossUserCopy:
+            let c = f[r.rule == .repeatedMessage ? "repeated" : "cross_user"]
+            return "\(n(c?["count"])) copies, sim \(n(c?["best_similarity"]))"
+        case .repeatedCharacters:
+            return "A(\(n(f["autocorrelation"]?["shift"]))) = \(n(f["autocorrelation"]?["value"]))"
+        }
+    }
+
+    static func utcTime(_ unix: Double) -> String {
+        var seconds = time_t(unix.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    }
+}
+
+extension String {
+    fileprivate func replacingNewlines() -> String {
+        String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}

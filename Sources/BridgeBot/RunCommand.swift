@@ -1,0 +1,261 @@
+import BitchatWire
+import BotCrypto
+import BotStorage
+import BotSupport
+import Bridge
+import Geohash
+import IdentityCache
+import Mesh
+import ModerationLog
+import Nostr
+import NostrRelay
+import RelayDirectory
+import SpamFilter
+import VirtualRadio
+import WebSocketRuntime
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `bitchat-bridge run`: the bridge itself.
+enum RunCommand {
+    static let spec = CommandSpec(
+        path: "run",
+        summary: "Run the bridge: carry public chat between the geohash channel on Nostr and the bitchat mesh.",
+        usage: ["[--config FILE] [--print-config]"],
+        options: [
+            .value("--config", "FILE", "JSON configuration file (every field optional but geohash; env overrides)."),
+            .flag("--print-config", "Print the effective configuration with each value's source, then exit."),
+        ],
+        details: "Configuration fields and their environment variables:\n"
+            + BridgeConfiguration.fields.map { "  \($0.key.padding(toLength: 16)) \($0.environment.padding(toLength: 24)) \($0.help)" }
+            .joined(separator: "\n")
+    )
+
+    static func run(_ arguments: [String]) throws(CommandExit) {
+        let args = try ParsedArguments.parse(arguments, spec: spec)
+        _ = try args.requirePositionals([])
+        let config = try loadConfiguration(path: args.value("--config"))
+        if args.has("--print-config") {
+            printJSON(config.described)
+            return
+        }
+        let logger = Logger(label: "bridge", level: config.logLevel)
+        let bridge = try BridgeRuntime.start(config: config, logger: logger)
+        let code = try runBlocking { () async throws(CommandExit) -> Int32 in
+            await bridge.runUntilStopped()
+        }
+        guard code == 0 else { throw .failure("bridge stopped after an error (see the log)") }
+    }
+
+    static func loadConfiguration(path: String?) throws(CommandExit) -> BridgeConfiguration {
+        var text: String?
+        if let path {
+            do {
+                text = String(decoding: try FileIO.read(path, maxBytes: BridgeConfiguration.Limits.maxFileBytes), as: UTF8.self)
+            } catch {
+                throw .usage("configuration file \(path): \(error)")
+            }
+        }
+        do {
+            return try BridgeConfiguration.resolve(
+                fileText: text, filePath: path ?? "config", environment: ProcessEnvironment.variables(withPrefix: "BRIDGE_"))
+        } catch {
+            throw .usage(error.description)
+        }
+    }
+}
+
+/// Everything a running bridge holds, wired from the configuration.
+struct BridgeRuntime: Sendable {
+    let pool: RelayPool
+    let node: MeshNode
+    let transport: RadioClientTransport
+    let coordinator: BridgeCoordinator
+    let logger: Logger
+
+    static func start(config: BridgeConfiguration, logger: Logger) throws(CommandExit) -> BridgeRuntime {
+        let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
+        let keys: BridgeKeys
+        do {
+            keys = try KeyStore(dataDirectory: dataDirectory).loadOrCreate().keys
+        } catch {
+            throw .failure(error.description)
+        }
+        let databasePath = FileIO.join(dataDirectory, "bridge.sqlite3")
+        let recent: RecentEventStore
+        let identities: PeerIdentityCache
+        do {
+            recent = try RecentEventStore(database: SQLiteDatabase(path: databasePath))
+            identities = PeerIdentityCache(
+                store: try SQLiteIdentityStore(database: SQLiteDatabase(path: databasePath)), logger: logger.child("identities"))
+        } catch {
+            throw .failure("database \(databasePath): \(error)")
+        }
+        chmod(databasePath, 0o600)
+        do {
+            identities.setOperatorLists(try OperatorLists.load(path: FileIO.join(dataDirectory, "policy.json")))
+        } catch {
+            // Fail closed: retention passes wait until the policy can be read.
+            logger.error("policy file unreadable; retention passes are held", [("error", .string(error.description))])
+        }
+
+        let channelKey: SchnorrSecretKey?
+        let rendezvousKey: SchnorrSecretKey?
+        do {
+            channelKey = config.gateway ? try keys.channelKey(geohash: config.geohash.string) : nil
+            rendezvousKey = try config.rendezvousCell.map { try keys.rendezvousKey(cell: $0.string) }
+        } catch {
+            throw .failure("cannot derive Nostr keys: \(error)")
+        }
+        let relayURLs = try relayURLs(config)
+        let pool: RelayPool
+        do {
+            pool = try RelayPool(
+                relayURLs: relayURLs, configuration: .init(authKey: nil, jitterUnit: { Double.random(in: 0..<1) }),
+                webSocket: .init(caFile: nil, userAgent: "bitchat-bridge/\(BridgeCommandLine.version)"),
+                logger: logger.child("relays"), unixNow: { Int64(WallClock.nowSeconds()) })
+        } catch {
+            throw .failure("relays: \(error)")
+        }
+
+        guard case .tcp(let host, let port) = config.mesh else {
+            throw .failure(
+                "mesh transport \(config.mesh) is not available in this build; use BRIDGE_MESH=tcp://HOST:PORT (a radio-hub)")
+        }
+        let transport: RadioClientTransport
+        do {
+            transport = try RadioClientTransport.connect([RadioClientTransport.Endpoint(url: "tcp://\(host):\(port)")])
+        } catch {
+            throw .failure("cannot join the mesh at tcp://\(host):\(port): \(error)")
+        }
+        var capabilities = PeerCapabilities()
+        if config.gateway { capabilities.insert(.gateway) }
+        if config.rendezvous { capabilities.insert(.bridge) }
+        let identity = MeshIdentity(
+            noisePublicKey: keys.noiseKey.publicKey, signingKey: keys.signingKey, nickname: config.nickname,
+            capabilities: capabilities, bridgeGeohash: config.rendezvousCell?.string)
+        let node = MeshNode(
+            engine: MeshPeerEngine(identity: identity), transport: transport, wallClock: { WallClock.nowMs() },
+            seed: SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+
+        let remembered: (published: [EventID], rebroadcast: [EventID])
+        do {
+            let limit = RecentEventStore.Limits.maxRows
+            remembered = (
+                try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),
+                try recent.load(.rebroadcast, limit: limit).compactMap(EventID.init(bytes:))
+            )
+        } catch {
+            throw .failure("database \(databasePath): \(error)")
+        }
+        let router = BridgeRouter(
+            settings: .init(
+                channel: config.gateway ? config.geohash : nil, rendezvousCell: config.rendezvous ? config.rendezvousCell : nil,
+                mirrorDownlink: config.mirrorDownlink, mirrorUplink: config.mirrorUplink),
+            ownKeys: Set([channelKey?.publicKey, rendezvousKey?.publicKey].compactMap { $0 }), rendezvousKey: rendezvousKey,
+            remembered: remembered)
+        let spamConfig: SpamFilterConfig
+        let modlogConfig: ModerationLogConfig
+        do {
+            spamConfig = try config.spam.map { try SpamFilterConfig(json: $0) } ?? SpamFilterConfig()
+            modlogConfig = try config.modlog.map { try ModerationLogConfig(json: $0) } ?? ModerationLogConfig()
+        } catch {
+            throw .usage("configuration: \(error)")
+        }
+        var policy = AdmissionPolicy(
+            config: spamConfig, exemptSenders: Set([channelKey?.publicKey.hex, rendezvousKey?.publicKey.hex].compactMap { $0 }))
+        if config.shadow { policy.setShadowMode(true) }
+        let moderationLog: ModerationLog
+        do {
+            moderationLog = try ModerationLog(path: databasePath, config: modlogConfig, logger: logger.child("modlog"))
+        } catch {
+            throw .failure("moderation log \(databasePath): \(error)")
+        }
+        let judgement = ModerationJudgement(
+            identities: identities, policy: policy, moderationLog: moderationLog, channel: config.geohash.string,
+            logText: modlogConfig.logText, logger: logger.child("judgement"))
+        let coordinator = BridgeCoordinator(
+            router: router, mesh: node, relays: PoolClient(pool: pool), recent: recent, identities: identities,
+            judgement: judgement, keys: keys, powBits: config.powBits, logger: logger,
+            dependencies: .init(unixNow: { WallClock.nowSeconds() }, unitRandom: { Double.random(in: 0..<1) }))
+
+        let now = Int64(WallClock.nowSeconds())
+        if config.gateway {
+            pool.subscribe(id: "geo-\(config.geohash.string)", filters: [.geohashChannel(config.geohash.string, now: now)], lookback: 3600)
+        }
+        if let cell = config.rendezvousCell, config.rendezvous {
+            pool.subscribe(id: "bridge-rendezvous", filters: [.rendezvous(cells: cell.ring.map(\.string), now: now)], lookback: 900)
+        }
+        logger.notice("bridge starting", [
+            ("bridge.geohash", .string(config.geohash.string)), ("mesh.peer", .string(identity.peerID.hex)),
+            ("mesh.transport", .string(config.mesh.description)), ("relays", .array(relayURLs.map(JSONValue.string))),
+            ("role.gateway", .bool(config.gateway)), ("role.rendezvous", .bool(config.rendezvous)),
+            ("mirror.down", .bool(config.mirrorDownlink)), ("mirror.up", .bool(config.mirrorUplink)),
+            ("channel.npub", channelKey.map { .string(NIP19.npub($0.publicKey)) } ?? .null),
+        ])
+        return BridgeRuntime(pool: pool, node: node, transport: transport, coordinator: coordinator, logger: logger)
+    }
+
+    /// Operator relays plus, with the directory on, the 5 nearest to the channel and to each cell of the
+    /// rendezvous ring (phones publish to their own cell's relays and subscribe on the ring), deduplicated.
+    static func relayURLs(_ config: BridgeConfiguration) throws(CommandExit) -> [String] {
+        var urls = config.relays
+        if config.relayDirectory {
+            let (directory, _) = try RelaysCommand.loadDirectory(option: config.relayFile)
+            var places: [GeohashCell] = config.gateway ? [config.geohash] : []
+            if config.rendezvous, let cell = config.rendezvousCell { places += cell.ring }
+            for place in places {
+                for selection in directory.closest(to: place, count: 5) where !urls.contains(selection.entry.url) {
+                    urls.append(selection.entry.url)
+                }
+            }
+        }
+        return urls
+    }
+
+    /// Runs until SIGINT/SIGTERM: then sends a signed leave, closes the relays and the mesh link.
+    func runUntilStopped() async -> Int32 {
+        let (inputs, continuation) = AsyncStream.makeStream(of: BridgeRelayInput.self, bufferingPolicy: .bufferingNewest(1024))
+        let stopped = AsyncStream.makeStream(of: Void.self)
+        let signals = SignalHandler(ProcessSignal.termination) { signal in
+            logger.notice("stopping", [("signal", .string(signal.name))])
+            stopped.continuation.finish()
+        }
+        defer { signals.cancel() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await pool.run() }
+            group.addTask { await node.run() }
+            group.addTask { [pool] in
+                for await event in pool.events {
+                    switch event {
+                    case .event(let e, _, _): continuation.yield(.event(e))
+                    case .connected, .disconnected: continuation.yield(.connectedRelays(pool.connectedCount))
+                    default: break
+                    }
+                }
+                continuation.finish()
+            }
+            group.addTask { await coordinator.run(relayInputs: inputs) }
+            group.addTask {
+                for await _ in stopped.stream {}
+            }
+            // The first task to end (normally the stop signal) stops the rest.
+            await group.next()
+            await node.submit(.sendLeave)
+            try? await Task.sleep(for: .milliseconds(200))
+            transport.close()
+            group.cancelAll()
+        }
+        logger.notice("stopped")
+        return 0
+    }
+}
+
+/// The live relay pool as the coordinator's publishing side.
+struct PoolClient: BridgeRelayClient {
+    let pool: RelayPool
+
+    func publish(_ event: NostrEvent) { pool.publish(event) }
+}

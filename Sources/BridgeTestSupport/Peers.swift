@@ -1,0 +1,55 @@
+import Foundation
+
+/// Real relay processes on 127.0.0.1, started and stopped by each test (launchers in `tools/peers/`).
+public enum Peers {
+    /// `tools/peers/` of this repository: the relay launchers and reference-peer drivers.
+    public static var fixtures: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("tools/peers").path
+    }
+
+    public enum Kind: Sendable { case sdk, nostrRelay, monstr }
+
+    /// `tls`: (certificate, key) PEM paths; nostr-relay then serves wss:// (uvicorn's ssl options).
+    public static func start(_ kind: Kind, port: Int, directory: String, arguments extra: [String] = [],
+                      tls: (cert: String, key: String)? = nil) async throws -> ChildProcess {
+        let process: ChildProcess
+        switch kind {
+        case .sdk:
+            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/sdk_relay.py", "--port", "\(port)"] + extra, name: "sdk-relay")
+        case .monstr:
+            process = try ChildProcess(TestEnvironment.venvBinary("python"), [fixtures + "/monstr_relay.py", "--port", "\(port)", "--no-store"], name: "monstr")
+        case .nostrRelay:
+            let template = try String(contentsOfFile: fixtures + "/nostr-relay.yaml.in", encoding: .utf8)
+            let config = template.replacingOccurrences(of: "@DB_PATH@", with: directory + "/relay.sqlite3")
+                .replacingOccurrences(of: "17011", with: "\(port)")
+                .replacingOccurrences(of: "  loglevel: info\n",
+                                      with: "  loglevel: info\n" + (tls.map { "  ssl_certfile: \($0.cert)\n  ssl_keyfile: \($0.key)\n" } ?? ""))
+            let path = directory + "/nostr-relay-\(port).yaml"
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+            process = try ChildProcess(TestEnvironment.venvBinary("nostr-relay"), ["-c", path, "serve", "--use-uvicorn"], name: "nostr-relay")
+        }
+        try await waitForPort(port, process: process)
+        return process
+    }
+
+    public static func waitForPort(_ port: Int, process: ChildProcess) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if rc == 0 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        struct PortTimeout: Error, CustomStringConvertible { let description: String }
+        throw PortTimeout(description: "port \(port) never opened:\n\(process.transcript)")
+    }
+}
+

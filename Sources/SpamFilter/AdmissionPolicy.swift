@@ -1,0 +1,417 @@
+/// The spam filter (shared/spec/SPAM-FILTER.md): six rules over a neutral ``SpamCandidate``, per-sender
+/// timestamp-clamped token buckets, a store of recent texts with a bigram index, and a verdict cache.
+///
+/// A plain value type with mutating methods, meant to be owned by one actor (the bridge coordinator)
+/// as a stored property. It never reads the clock: every call takes `now` (Unix seconds).
+///
+/// Decisions where the spec is silent (a festival moderator's expectations):
+/// - "Within the window" means `|t_stored − t| < repeat window` on clamped message timestamps.
+/// - Every judged text is stored, whichever rule hid it (a copy swarm keeps counting); attachments are not.
+/// - Shadow mode spends and stores exactly as live mode does, so its log shows what live mode would hide.
+/// - Toggling the filter resets every sender's budgets (buckets); stored texts and cached verdicts stay.
+///   While off, nothing is judged, counted, stored or cached.
+/// - An evicted sender loses its buckets only; its texts stay in the store for the similarity rules.
+/// - A re-delivered message id returns the cached verdict as long as it is among the last
+///   ``Limits/verdictCacheSize`` judged ids.
+public struct AdmissionPolicy: Sendable {
+    public enum Limits {
+        /// Re-deliveries (other relays, other mesh links, gossip sync) come within minutes; 16,384 ids
+        /// cover well over 10 min of the busiest channel and cost about 2 MB.
+        public static let verdictCacheSize = 16_384
+        /// The shared-bigram requirement is memoised for lengths below this (longer texts compute it).
+        static let fullScanMemoLength = 4096
+    }
+
+    /// Counters for the periodic stats line.
+    public struct Stats: Sendable, Equatable {
+        public var trackedSenders = 0
+        public var storedTexts = 0
+        public var cachedVerdicts = 0
+        public var senderEvictions = 0
+        public var judged = 0
+        public var hidden = 0
+    }
+
+    struct SenderState: Sendable {
+        var message: TokenBucketSchedule
+        var characters: TokenBucketSchedule
+        var links: TokenBucketSchedule
+        var lastActive: UInt64
+
+        /// Marks the sender active and folds spends older than the clamp window into checkpoints.
+        mutating func touch(activity: UInt64, horizon: Double) -> Bool {
+            lastActive = activity
+            message.prune(before: horizon)
+            characters.prune(before: horizon)
+            links.prune(before: horizon)
+            return true
+        }
+    }
+
+    public private(set) var config: SpamFilterConfig
+    /// Keys whose messages are never judged: the bridge's own identities (its echoes).
+    public var exemptSenders: Set<String>
+    private var senders: [String: SenderState] = [:]
+    private var activity: UInt64 = 0
+    private var store: TextStore
+    private var verdicts: [String: SpamVerdict] = [:]
+    private var verdictOrder: [String]
+    private var verdictNext = 0
+    private var comparator = Similarity.Comparator()
+    private var fullScanMemo: [Int32]
+    /// `Similarity.minimumAlignment(maxLength: M, threshold:)` for every M computed so far (grows on demand).
+    private var minimumAlignments: [Int32] = []
+    public private(set) var stats = Stats()
+
+    public init(config: SpamFilterConfig, exemptSenders: Set<String> = []) {
+        self.config = config
+        self.exemptSenders = exemptSenders
+        store = TextStore(capacity: config.storedTexts)
+        verdictOrder = []
+        fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
+    }
+
+    // MARK: Operator controls
+
+    public var isEnabled: Bool { config.enabled }
+    public var isShadowMode: Bool { config.shadowMode }
+
+    /// Turns the filter on or off; either way every sender starts again with a full budget.
+    public mutating func setEnabled(_ enabled: Bool) {
+        config.enabled = enabled
+        senders.removeAll()
+    }
+
+    public mutating func setShadowMode(_ shadow: Bool) { config.shadowMode = shadow }
+
+    /// Forgets all history: stored texts, senders and cached verdicts.
+    public mutating func wipe() {
+        senders.removeAll()
+        store.removeAll()
+        verdicts.removeAll()
+        verdictOrder = []
+        verdictNext = 0
+    }
+
+    /// The cached verdict for a message id, without counting anything.
+    public func cachedVerdict(_ messageID: String) -> SpamVerdict? { verdicts[messageID] }
+
+    /// Whether the message with this id was hidden (reads the cache only; false when unknown).
+    public func wasHidden(_ messageID: String) -> Bool { verdicts[messageID]?.isHidden ?? false }
+
+    public var currentStats: Stats {
+        var s = stats
+        s.trackedSenders = senders.count
+        s.storedTexts = store.count
+        s.cachedVerdicts = verdicts.count
+        return s
+    }
+
+    // MARK: Judging
+
+    /// Judges one message once: a repeated message id returns the cached verdict and spends nothing.
+    public mutating func judge(_ candidate: SpamCandidate, now: Double) -> SpamVerdict {
+        if exemptSenders.contains(candidate.senderKey) {
+            return SpamVerdict(outcome: .exempt, rule: nil, figures: SpamFigures(), fromCache: false)
+        }
+        guard config.enabled else {
+            return SpamVerdict(outcome: .disabled, rule: nil, figures: SpamFigures(), fromCache: false)
+        }
+        if var cached = verdicts[candidate.messageID] {
+            cached.fromCache = true
+            return cached
+        }
+        let evaluation = evaluate(candidate, now: now, explaining: false)
+        let rule = evaluation.fired.first
+        let outcome: SpamVerdict.Outcome = rule == nil ? .accepted : (config.shadowMode ? .wouldHide : .hidden)
+        let verdict = SpamVerdict(outcome: outcome, rule: rule, figures: evaluation.figures, fromCache: false)
+        remember(candidate.messageID, verdict)
+        stats.judged += 1
+        if rule != nil { stats.hidden += 1 }
+        return verdict
+    }
+
+    /// What every rule says about `candidate` against the current history, without changing anything:
+    /// each rule's figures are computed even when an earlier rule fires, and `fired` lists every rule
+    /// that would fire on its own (the verdict is the first).
+    public func explain(_ candidate: SpamCandidate, now: Double) -> (figures: SpamFigures, fired: [SpamRule]) {
+        var copy = self
+        let evaluation = copy.evaluate(candidate, now: now, explaining: true)
+        return (evaluation.figures, evaluation.fired)
+    }
+
+    /// Caches a verdict; the ring of ids grows to the limit, then overwrites its oldest (O(1) eviction).
+    private mutating func remember(_ id: String, _ verdict: SpamVerdict) {
+        if verdictOrder.count < Limits.verdictCacheSize {
+            verdictOrder.append(id)
+        } else {
+            verdicts[verdictOrder[verdictNext]] = nil
+            verdictOrder[verdictNext] = id
+            verdictNext = (verdictNext + 1) % Limits.verdictCacheSize
+        }
+        verdicts[id] = verdict
+    }
+
+    /// Smallest alignment that reaches the near-copy threshold for texts of maximum length `maxLength`.
+    @inline(__always)
+    private func minimumAlignment(_ maxLength: Int) -> Int {
+        maxLength < minimumAlignments.count
+            ? Int(minimumAlignments[maxLength])
+            : Similarity.minimumAlignment(maxLength: maxLength, threshold: config.nearCopyThreshold)
+    }
+
+    /// Extends the memo of ``minimumAlignment(_:)`` to every length up to `length` (bounded by the memo limit).
+    private mutating func memoiseMinimumAlignments(upTo length: Int) {
+        let target = min(length, Limits.fullScanMemoLength - 1)
+        while minimumAlignments.count <= target {
+            minimumAlignments.append(
+                Int32(Similarity.minimumAlignment(maxLength: minimumAlignments.count, threshold: config.nearCopyThreshold)))
+        }
+    }
+
+    private func clamp(_ timestamp: Double, now: Double) -> Double {
+        guard timestamp.isFinite else { return now }
+        return min(max(timestamp, now - config.timestampClampSeconds), now)
+    }
+
+    private mutating func touchSender(_ key: String, now: Double) {
+        activity += 1
+        let horizon = now - config.timestampClampSeconds
+        let activity = self.activity
+        let known: Bool? = senders[key]?.touch(activity: activity, horizon: horizon)
+        guard known == nil else { return }
+        senders[key] = SenderState(
+            message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
+            characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
+            links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
+            lastActive: activity
+        )
+        if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
+    }
+
+    /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
+    private mutating func evictSenders(keeping key: String) {
+        let target = config.maxTrackedSenders * 3 / 4
+        let ordered = senders.map { ($0.key, $0.value.lastActive) }.sorted { $0.1 < $1.1 }
+        var excess = senders.count - target
+        for (candidate, _) in ordered where excess > 0 && candidate != key {
+            senders[candidate] = nil
+            excess -= 1
+            stats.senderEvictions += 1
+        }
+    }
+
+    struct Evaluation: Sendable {
+        var figures = SpamFigures()
+        var fired: [SpamRule] = []
+    }
+
+    private mutating func evaluate(_ candidate: SpamCandidate, now: Double, explaining: Bool) -> Evaluation {
+        var result = Evaluation()
+        let key = candidate.senderKey
+        let time = clamp(candidate.timestamp, now: now)
+        result.figures.clampedTimestamp = time
+        touchSender(key, now: now)
+        func fire(_ rule: SpamRule) -> Bool {
+            result.fired.append(rule)
+            return !explaining
+        }
+
+        // 1. Message rate.
+        let message = spend(key, \.message, 1, at: time)
+        result.figures.messageBucket = message.figures
+        if !message.accepted, fire(.messageRate) {
+            if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
+            return result
+        }
+        guard case .text(let text) = candidate.content else { return result }
+        let scalars = TextNormalizer.normalize(text)
+        let bigrams = TextStore.bigrams(of: scalars)
+        result.figures.normalizedLength = scalars.count
+        defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
+
+        // 2. Character rate.
+        let characters = spend(key, \.characters, Double(scalars.count), at: time)
+        result.figures.characterBucket = characters.figures
+        if !characters.accepted, fire(.characterRate) { return result }
+
+        // 3. Link rate.
+        let links = LinkCounter.count(scalars)
+        result.figures.links = links
+        if links > 0 {
+            let spent = spend(key, \.links, Double(links), at: time)
+            result.figures.linkBucket = spent.figures
+            if !spent.accepted, fire(.linkRate) { return result }
+        }
+
+        // 4 and 5. Near-copies.
+        let candidates = similarityCandidates(scalars, bigrams, time: time)
+        if !candidates.isEmpty { comparator.load(scalars) }
+        let repeated = scanOwn(candidates, scalars, key: key, exhaustive: explaining)
+        result.figures.repeated = repeated
+        if repeated.count >= config.repeatedMessagePriorCopies, fire(.repeatedMessage) { return result }
+        if scalars.count >= config.crossUserMinLength {
+            let cross = scanOthers(candidates, scalars, key: key, exhaustive: explaining)
+            result.figures.crossUser = cross
+            if cross.count >= config.crossUserOtherSenders, fire(.crossUserCopy) { return result }
+        }
+
+        // 6. Repeated characters.
+        if scalars.count >= config.repeatedCharactersMinLength {
+            if explaining {
+                let maximum = Autocorrelation.maximum(scalars)
+                result.figures.autocorrelation = AutocorrelationFigures(value: maximum.value, shift: maximum.shift, length: scalars.count)
+                if maximum.value >= config.autocorrelationThreshold { _ = fire(.repeatedCharacters) }
+            } else if let hit = Autocorrelation.firstReaching(scalars, threshold: config.autocorrelationThreshold) {
+                result.figures.autocorrelation = AutocorrelationFigures(value: hit.value, shift: hit.shift, length: scalars.count)
+                _ = fire(.repeatedCharacters)
+            }
+        }
+        return result
+    }
+
+    private mutating func storeText(_ text: String, _ key: String, _ id: String, _ time: Double) {
+        let scalars = TextNormalizer.normalize(text)
+        storeScalars(scalars, TextStore.bigrams(of: scalars), key, id, time)
+    }
+
+    /// Stores a judged text. A text so long that no message passing the character rule could be its
+    /// near-copy (`threshold·n > character capacity`, while a judged message has `m ≤ capacity`) keeps
+    /// its slot and length but not its scalars: a 64 KB spam text then costs a few bytes, and the
+    /// ring evicts exactly as the reference does.
+    private mutating func storeScalars(
+        _ scalars: [UInt32], _ bigrams: [(gram: UInt64, count: Int32)], _ key: String, _ id: String, _ time: Double
+    ) {
+        let unreachable = Double(scalars.count) * config.nearCopyThreshold > config.characterBucket.capacity
+        store.insert(
+            senderKey: key, messageID: id, time: time, length: scalars.count, scalars: unreachable ? [] : scalars,
+            bigrams: unreachable ? [] : bigrams)
+    }
+
+    /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
+    private mutating func spend(
+        _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double
+    ) -> (accepted: Bool, figures: BucketFigures) {
+        let outcome = senders[key]?[keyPath: bucket].spend(cost, at: time)
+        let capacity = senders[key]?[keyPath: bucket].capacity ?? 0
+        guard let outcome else { preconditionFailure("sender touched before spending") }
+        return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: capacity))
+    }
+
+    // MARK: Similarity scans
+
+    /// The fewest bigrams a near-copy of a text of length `m` must share with it, over every stored
+    /// length `n` that can still reach the threshold: `min_n (3k − m − n − 1)` with `k = ⌈threshold·max(m, n)⌉`.
+    /// At most 0 means some near-copy may share no bigram: then every stored text is a candidate.
+    private mutating func requiredSharedBigrams(_ m: Int) -> Int {
+        let threshold = config.nearCopyThreshold
+        let upper = Int(Double(m) / threshold) + 2
+        memoiseMinimumAlignments(upTo: upper)
+        if m < Limits.fullScanMemoLength, fullScanMemo[m] != Int32.min { return Int(fullScanMemo[m]) }
+        var result = Int.max
+        for n in 0...upper {
+            let maxLength = max(m, n)
+            let k = minimumAlignment(maxLength)
+            guard k <= min(m, n) || maxLength == 0 else { continue }
+            result = min(result, 3 * k - m - n - 1)
+        }
+        if result == Int.max { result = 0 }
+        if m < Limits.fullScanMemoLength { fullScanMemo[m] = Int32(clamping: result) }
+        return result
+    }
+
+    /// Stored slots in the window that pass the length and bigram bounds, newest first.
+    private mutating func similarityCandidates(_ scalars: [UInt32], _ bigrams: [(gram: UInt64, count: Int32)], time: Double) -> [Int] {
+        let m = scalars.count
+        let threshold = config.nearCopyThreshold
+        let window = config.repeatWindowSeconds
+        var out: [(slot: Int, sequence: UInt64)] = []
+        let required = requiredSharedBigrams(m)
+        if required <= 0 {
+            for slot in store.slotsNewestFirst() {
+                guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
+                let n = entry.length
+                let k = minimumAlignment(max(m, n))
+                if k <= min(m, n) { out.append((slot, entry.sequence)) }
+            }
+            return out.map(\.slot)
+        }
+        let table = minimumAlignments
+        store.forEachSharingBigrams(
+            bigrams, total: max(m - 1, 0), required: required,
+            admit: { storedTime, n in
+                guard abs(storedTime - time) < window else { return nil }
+                let maxLength = max(m, n)
+                let k = maxLength < table.count
+                    ? Int(table[maxLength]) : Similarity.minimumAlignment(maxLength: maxLength, threshold: threshold)
+                guard k <= min(m, n) else { return nil }
+                return 3 * k - m - n - 1
+            }
+        ) { slot, sequence in
+            out.append((slot, sequence))
+        }
+        out.sort { $0.sequence > $1.sequence }
+        return out.map(\.slot)
+    }
+
+    /// Similarity of the loaded candidate to a stored text, skipping the alignment when the bound rules it out.
+    private mutating func compare(_ b: [UInt32], m: Int, alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
+        let maxLength = max(m, b.count)
+        if maxLength == 0 { return (1, true) }
+        let peaks = comparator.peaks(against: b)
+        guard Similarity.reaches(peaks.sum, of: maxLength, threshold: config.nearCopyThreshold) else { return (0, false) }
+        if let alignmentBudget, alignments >= alignmentBudget { return nil }
+        alignments += 1
+        let align = comparator.align(against: b, shifts: peaks.shifts)
+        let near = Similarity.reaches(align, of: maxLength, threshold: config.nearCopyThreshold)
+        return (Double(align) / Double(maxLength), near)
+    }
+
+    private mutating func scanOwn(_ slots: [Int], _ scalars: [UInt32], key: String, exhaustive: Bool) -> CopyFigures {
+        var figures = CopyFigures(count: 0, bestSimilarity: 0, matchedMessageID: nil, comparisons: 0, alignments: 0, capped: false)
+        for slot in slots {
+            guard let entry = store.slots[slot], entry.senderKey == key else { continue }
+            figures.comparisons += 1
+            guard let (similarity, near) = compare(entry.scalars, m: scalars.count, alignments: &figures.alignments, alignmentBudget: nil),
+                near
+            else { continue }
+            figures.count += 1
+            if similarity > figures.bestSimilarity || figures.matchedMessageID == nil {
+                figures.bestSimilarity = similarity
+                figures.matchedMessageID = entry.messageID
+            }
+            if !exhaustive, figures.count >= config.repeatedMessagePriorCopies { break }
+        }
+        return figures
+    }
+
+    private mutating func scanOthers(_ slots: [Int], _ scalars: [UInt32], key: String, exhaustive: Bool) -> CopyFigures {
+        var figures = CopyFigures(count: 0, bestSimilarity: 0, matchedMessageID: nil, comparisons: 0, alignments: 0, capped: false)
+        var counted: Set<String> = []
+        for slot in slots {
+            guard let entry = store.slots[slot], entry.senderKey != key, !counted.contains(entry.senderKey) else { continue }
+            if !exhaustive, figures.comparisons >= config.crossUserScanMaxComparisons {
+                figures.capped = true
+                break
+            }
+            figures.comparisons += 1
+            guard
+                let (similarity, near) = compare(
+                    entry.scalars, m: scalars.count, alignments: &figures.alignments,
+                    alignmentBudget: exhaustive ? nil : config.crossUserScanMaxAlignments)
+            else {
+                figures.capped = true
+                break
+            }
+            guard near else { continue }
+            counted.insert(entry.senderKey)
+            figures.count = counted.count
+            if similarity > figures.bestSimilarity || figures.matchedMessageID == nil {
+                figures.bestSimilarity = similarity
+                figures.matchedMessageID = entry.messageID
+            }
+            if !exhaustive, figures.count >= config.crossUserOtherSenders { break }
+        }
+        return figures
+    }
+}

@@ -1,0 +1,229 @@
+/// The "3-peak cross-correlation" similarity of SPAM-FILTER.md §5, on normalised scalar arrays.
+///
+/// - `C(d) = #{ i : a[i] == b[i − d] }` for every shift `d` in `−(n−1) … (m−1)`.
+/// - `D` = the 3 shifts with the largest `C(d)` (ties: smaller `|d|`, then smaller `d`).
+/// - `align(a, b)` = the longest chain of matched pairs `(i, j)`, strictly increasing in both `i` and `j`,
+///   whose diagonals `i − j` all lie in `D` (switching between the 3 diagonals as often as needed).
+/// - `similarity = align / max(m, n)`, 1.0 for two empty strings.
+///
+/// `upperBound = (C(d1) + C(d2) + C(d3)) / max(m, n)` is never below the similarity: every matched pair of
+/// the alignment sits on one of the 3 diagonals and each diagonal holds at most `C(d)` matches.
+public enum Similarity {
+    /// The chosen diagonals and their match counts.
+    public struct Peaks: Sendable, Equatable {
+        public var shifts: [Int]
+        public var counts: [Int]
+        public var sum: Int { counts.reduce(0, +) }
+    }
+
+    /// `similarity(a, b)` computed directly (allocates; the filter uses ``Comparator``).
+    public static func similarity(_ a: [UInt32], _ b: [UInt32]) -> Double {
+        var comparator = Comparator()
+        comparator.load(a)
+        return comparator.similarity(to: b)
+    }
+
+    /// `ub(a, b)`, the 3-fullest-diagonals bound.
+    public static func upperBound(_ a: [UInt32], _ b: [UInt32]) -> Double {
+        var comparator = Comparator()
+        comparator.load(a)
+        let maxLength = max(a.count, b.count)
+        guard maxLength > 0 else { return 1 }
+        return Double(comparator.peaks(against: b).sum) / Double(maxLength)
+    }
+
+    /// Whether `align` matches out of `maxLength` reach `threshold` (the one comparison every path uses).
+    @inline(__always)
+    public static func reaches(_ align: Int, of maxLength: Int, threshold: Double) -> Bool {
+        maxLength == 0 ? true : Double(align) / Double(maxLength) >= threshold
+    }
+
+    /// The smallest `k` with `k / maxLength ≥ threshold` (0 for empty strings).
+    public static func minimumAlignment(maxLength: Int, threshold: Double) -> Int {
+        guard maxLength > 0 else { return 0 }
+        var k = max(0, Int((threshold * Double(maxLength)).rounded(.down)) - 1)
+        while k <= maxLength, !reaches(k, of: maxLength, threshold: threshold) { k += 1 }
+        return k
+    }
+
+    /// Compares one text (the candidate, loaded once) against many stored texts, reusing its buffers.
+    ///
+    /// Loading builds an occurrence table of the candidate's scalars, so counting the diagonals
+    /// against `b` costs `n + Σ_c count_a(c)·count_b(c)` instead of `m·n`.
+    public struct Comparator: Sendable {
+        private(set) var a: [UInt32] = []
+        private var keys: [UInt32] = []
+        private var starts: [Int32] = []
+        private var counts: [Int32] = []
+        private var positions: [Int32] = []
+        private var mask = 0
+        private var diagonals: [Int32] = []
+        private var prefixBest: [Int32] = []
+
+        public init() {}
+
+        private static let empty: UInt32 = .max
+
+        public mutating func load(_ text: [UInt32]) {
+            a = text
+            var size = 16
+            while size < text.count * 2 { size <<= 1 }
+            // The table only grows: a smaller text reuses it (and still probes with the table's own mask).
+            if keys.count < size {
+                keys = [UInt32](repeating: Self.empty, count: size)
+                starts = [Int32](repeating: 0, count: size)
+                counts = [Int32](repeating: 0, count: size)
+            } else {
+                size = keys.count
+                for k in 0..<size { keys[k] = Self.empty; counts[k] = 0 }
+            }
+            mask = size - 1
+            for c in text {
+                let slot = findOrInsert(c)
+                counts[slot] += 1
+            }
+            var running: Int32 = 0
+            for k in 0..<size where keys[k] != Self.empty {
+                starts[k] = running
+                running += counts[k]
+                counts[k] = 0
+            }
+            if positions.count < text.count { positions = [Int32](repeating: 0, count: text.count) }
+            for (i, c) in text.enumerated() {
+                let slot = find(c)
+                positions[Int(starts[slot] + counts[slot])] = Int32(i)
+                counts[slot] += 1
+            }
+            if prefixBest.count < 3 * text.count { prefixBest = [Int32](repeating: 0, count: 3 * text.count) }
+        }
+
+        @inline(__always)
+        private func hash(_ c: UInt32) -> Int { Int((c &* 0x9E37_79B1) >> 7) & mask }
+
+        private mutating func findOrInsert(_ c: UInt32) -> Int {
+            var slot = hash(c)
+            while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
+            keys[slot] = c
+            return slot
+        }
+
+        /// Slot of `c`, or -1 when the candidate does not contain it.
+        @inline(__always)
+        private func find(_ c: UInt32) -> Int {
+            var slot = hash(c)
+            while true {
+                let k = keys[slot]
+                if k == c { return slot }
+                if k == Self.empty { return -1 }
+                slot = (slot + 1) & mask
+            }
+        }
+
+        /// The 3 fullest diagonals of the loaded text against `b`.
+        public mutating func peaks(against b: [UInt32]) -> Peaks {
+            let m = a.count
+            let n = b.count
+            guard m > 0, n > 0 else { return Peaks(shifts: [], counts: []) }
+            let width = m + n - 1
+            if diagonals.count < width { diagonals = [Int32](repeating: 0, count: max(width, diagonals.count * 2)) }
+            var top: [(d: Int, c: Int)] = []
+            top.reserveCapacity(3)
+            keys.withUnsafeBufferPointer { keys in
+                starts.withUnsafeBufferPointer { starts in
+                    counts.withUnsafeBufferPointer { counts in
+                        positions.withUnsafeBufferPointer { positions in
+                            diagonals.withUnsafeMutableBufferPointer { diag in
+                                for idx in 0..<width { diag[idx] = 0 }
+                                b.withUnsafeBufferPointer { b in
+                                    for j in 0..<n {
+                                        let c = b[j]
+                                        var slot = Int((c &* 0x9E37_79B1) >> 7) & mask
+                                        var found = -1
+                                        while true {
+                                            let k = keys[slot]
+                                            if k == c { found = slot; break }
+                                            if k == Self.empty { break }
+                                            slot = (slot + 1) & mask
+                                        }
+                                        guard found >= 0 else { continue }
+                                        let base = n - 1 - j
+                                        let start = Int(starts[found])
+                                        for p in start..<(start + Int(counts[found])) {
+                                            diag[Int(positions[p]) + base] &+= 1
+                                        }
+                                    }
+                                }
+                                for idx in 0..<width {
+                                    let c = Int(diag[idx])
+                                    let d = idx - (n - 1)
+                                    Self.offer((d, c), into: &top)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return Peaks(shifts: top.map(\.d), counts: top.map(\.c))
+        }
+
+        /// Keeps the best 3 of (shift, count): more matches first, then smaller |d|, then smaller d.
+        @inline(__always)
+        static func offer(_ x: (d: Int, c: Int), into top: inout [(d: Int, c: Int)]) {
+            if top.count == 3, !better(x, than: top[2]) { return }
+            if top.count == 3 { top.removeLast() }
+            var index = top.count
+            while index > 0, better(x, than: top[index - 1]) { index -= 1 }
+            top.insert(x, at: index)
+        }
+
+        @inline(__always)
+        static func better(_ x: (d: Int, c: Int), than y: (d: Int, c: Int)) -> Bool {
+            if x.c != y.c { return x.c > y.c }
+            if abs(x.d) != abs(y.d) { return abs(x.d) < abs(y.d) }
+            return x.d < y.d
+        }
+
+        /// `align(a, b)` restricted to the given diagonals: O(3·3·m).
+        public mutating func align(against b: [UInt32], shifts: [Int]) -> Int {
+            let m = a.count
+            let n = b.count
+            let t = shifts.count
+            guard m > 0, n > 0, t > 0 else { return 0 }
+            var best = 0
+            a.withUnsafeBufferPointer { a in
+                b.withUnsafeBufferPointer { b in
+                    prefixBest.withUnsafeMutableBufferPointer { pm in
+                        // pm[k * m + i] = longest chain ending on diagonal k at a row ≤ i.
+                        for i in 0..<m {
+                            for k in 0..<t {
+                                let j = i - shifts[k]
+                                var f: Int32 = 0
+                                if j >= 0, j < n, a[i] == b[j] {
+                                    var previous: Int32 = 0
+                                    for q in 0..<t {
+                                        // Chain predecessors (i', j') on diagonal q need i' < i and j' < j.
+                                        let bound = min(i - 1, i - shifts[k] + shifts[q] - 1)
+                                        if bound >= 0 { previous = max(previous, pm[q * m + bound]) }
+                                    }
+                                    f = previous + 1
+                                }
+                                let carried = i > 0 ? pm[k * m + i - 1] : 0
+                                pm[k * m + i] = max(carried, f)
+                            }
+                        }
+                        for k in 0..<t { best = max(best, Int(pm[k * m + m - 1])) }
+                    }
+                }
+            }
+            return best
+        }
+
+        /// Full similarity of the loaded text to `b`.
+        public mutating func similarity(to b: [UInt32]) -> Double {
+            let maxLength = max(a.count, b.count)
+            guard maxLength > 0 else { return 1 }
+            let peaks = peaks(against: b)
+            return Double(align(against: b, shifts: peaks.shifts)) / Double(maxLength)
+        }
+    }
+}

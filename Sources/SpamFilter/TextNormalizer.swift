@@ -1,0 +1,77 @@
+import Foundation
+
+/// Normalisation before any text rule (SPAM-FILTER.md §3): NFKD; drop combining marks (Mn, Mc, Me),
+/// format characters (Cf: zero-width spaces, joiners, BOM, soft hyphen) and controls; lowercase;
+/// collapse whitespace runs to one space; trim. The result is Unicode scalar values.
+///
+/// Foundation is used for one thing only: the compatibility decomposition (NFKD) of non-ASCII text,
+/// which the Swift standard library does not expose and which is what turns mathematical bold and
+/// fullwidth letters into plain ones. ASCII text is already in NFKD and skips it.
+/// Case folding uses each scalar's full lowercase mapping (Unicode `Lowercase_Mapping`), which agrees
+/// with simple case folding for every cased letter a disguise would use.
+public enum TextNormalizer {
+    public static func normalize(_ text: String) -> [UInt32] {
+        var out: [UInt32] = []
+        out.reserveCapacity(text.utf8.count)
+        var pendingSpace = false
+        let isASCII = text.utf8.allSatisfy { $0 < 0x80 }
+        if isASCII {
+            for byte in text.utf8 {
+                appendASCII(UInt32(byte), to: &out, pendingSpace: &pendingSpace)
+            }
+            return out
+        }
+        let decomposed = text.decomposedStringWithCompatibilityMapping
+        for scalar in decomposed.unicodeScalars {
+            if scalar.value < 0x80 {
+                appendASCII(scalar.value, to: &out, pendingSpace: &pendingSpace)
+                continue
+            }
+            let properties = scalar.properties
+            if properties.isWhitespace {
+                pendingSpace = !out.isEmpty
+                continue
+            }
+            for lower in properties.lowercaseMapping.unicodeScalars {
+                switch lower.properties.generalCategory {
+                case .nonspacingMark, .spacingMark, .enclosingMark, .format, .control:
+                    continue
+                default:
+                    if lower.properties.isWhitespace {
+                        pendingSpace = !out.isEmpty
+                        continue
+                    }
+                    if pendingSpace {
+                        out.append(0x20)
+                        pendingSpace = false
+                    }
+                    out.append(lower.value)
+                }
+            }
+        }
+        return out
+    }
+
+    @inline(__always)
+    private static func appendASCII(_ value: UInt32, to out: inout [UInt32], pendingSpace: inout Bool) {
+        switch value {
+        case 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20:
+            pendingSpace = !out.isEmpty
+        case 0x00..<0x20, 0x7F:
+            return  // other controls are dropped
+        default:
+            if pendingSpace {
+                out.append(0x20)
+                pendingSpace = false
+            }
+            out.append(value >= 0x41 && value <= 0x5A ? value + 0x20 : value)
+        }
+    }
+
+    /// The normalised scalars as a String (for display and logs).
+    public static func string(_ scalars: [UInt32]) -> String {
+        var s = String.UnicodeScalarView()
+        for v in scalars { if let u = Unicode.Scalar(v) { s.append(u) } }
+        return String(s)
+    }
+}

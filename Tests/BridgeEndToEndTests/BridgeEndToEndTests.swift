@@ -1,0 +1,272 @@
+import BotSupport
+import BridgeTestSupport
+import Foundation
+import Testing
+
+/// A small world on loopback: one real relay, radio-hub "islands", bridges (`bitchat-bridge run`), and
+/// scripted phones (`mesh listen`, `mesh deposit`, `nostr post`), all real processes that this test starts
+/// and stops.
+final class World: @unchecked Sendable {
+    let directory = TestEnvironment.temporaryDirectory("e2e")
+    var processes: [ChildProcess] = []
+    var relayPort = 0
+    var relay: ChildProcess?
+
+    deinit { for process in processes.reversed() { process.stop(signal: SIGKILL) } }
+
+    var relayURL: String { "ws://127.0.0.1:\(relayPort)" }
+
+    func startRelay(_ kind: Peers.Kind = .sdk) async throws {
+        if relayPort == 0 { relayPort = LoopbackPort.free() }
+        let process = try await Peers.start(kind, port: relayPort, directory: directory)
+        relay = process
+        processes.append(process)
+    }
+
+    /// A radio-hub island; returns its port.
+    func startIsland() async throws -> Int {
+        let port = LoopbackPort.free()
+        let hub = try spawn(["radio-hub", "--listen", "127.0.0.1:\(port)", "--mtu", "512"], name: "hub-\(port)")
+        try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
+        return port
+    }
+
+    func spawn(_ arguments: [String], environment: [String: String] = [:], name: String) throws -> ChildProcess {
+        let process = try ChildProcess(TestEnvironment.bridgeExecutable, arguments, environment: environment, name: name)
+        processes.append(process)
+        return process
+    }
+
+    /// A bridge on `island`, with its own data directory `name` (kept across restarts).
+    func startBridge(_ name: String, island: Int, extra: [String: String] = [:]) async throws -> ChildProcess {
+        let environment = [
+            "BRIDGE_GEOHASH": "u4pruy", "BRIDGE_DATA_DIR": "\(directory)/\(name)", "BRIDGE_RELAYS": relayURL,
+            "BRIDGE_RELAY_DIRECTORY": "off", "BRIDGE_MESH": "tcp://127.0.0.1:\(island)", "BRIDGE_HTTP_LISTEN": "off",
+            "BRIDGE_NICKNAME": name, "BRIDGE_POW_BITS": "8",
+        ].merging(extra) { $1 }
+        let bridge = try spawn(["run"], environment: environment, name: name)
+        try await bridge.waitForLine(stderr: true, "\(name) connected to the relay") { $0.contains("relay connected") }
+        return bridge
+    }
+
+    /// A mesh-only phone printing what it hears.
+    func startReader(_ name: String, island: Int) async throws -> ChildProcess {
+        let reader = try spawn(["mesh", "listen", "--mesh", "tcp://127.0.0.1:\(island)", "--ephemeral", "--nickname", name], name: name)
+        try await reader.waitForLine("\(name) ready") { $0.contains("\"ready\"") }
+        return reader
+    }
+
+    /// Waits until `reader` has verified the announces of `count` bridges (so carriers can reach it).
+    func waitForBridges(_ reader: ChildProcess, count: Int) async throws {
+        _ = try await reader.waitForLines(count: count, timeout: .seconds(30), "bridge announces") {
+            $0.contains("\"peer\"") && $0.contains("\"bridge\"")
+        }
+    }
+
+    func deposit(island: Int, text: String, nickname: String = "phone") async throws -> String {
+        let phone = try spawn(
+            ["mesh", "deposit", "--mesh", "tcp://127.0.0.1:\(island)", "--ephemeral", "--nickname", nickname, "--cell", "u4pruy", text],
+            name: "depositor")
+        let line = try await phone.waitForLine("deposit") { $0.contains("\"deposited\"") }
+        return try #require(try JSONParser().parse(line)["eventID"]?.stringValue)
+    }
+
+    func post(_ text: String) async throws -> String {
+        let poster = try spawn(
+            ["nostr", "post", "--geohash", "u4pruy", "--relay", relayURL, "--pow", "8", text],
+            environment: ["BRIDGE_DATA_DIR": "\(directory)/poster-\(UUID().uuidString.prefix(6))"], name: "poster")
+        let line = try await poster.waitForLine("post") { $0.contains("\"published\"") }
+        return try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue)
+    }
+}
+
+/// Carrier lines a reader printed for `eventID`.
+func carriers(_ reader: ChildProcess, eventID: String) -> [JSONValue] {
+    reader.stdoutLines.compactMap { try? JSONParser().parse($0) }.filter {
+        $0["event"] == .string("carrier") && $0["nostrEvent"]?["id"] == .string(eventID)
+    }
+}
+
+@Suite("Bridge end to end (real relay, virtual radio, real processes)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeEndToEndTests {
+    @Test("phone → toBridge deposit → relay → other island's bridge → fromBridge → reader, once, signature intact")
+    func depositCrossesIslands() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        _ = try await world.startBridge("bridge-c", island: island2)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        let reader1 = try await world.startReader("reader1", island: island1)
+        try await world.waitForBridges(reader2, count: 1)
+        let id = try await world.deposit(island: island1, text: "hello from island one")
+        _ = try await reader2.waitForLine("the bridged message on island 2") { $0.contains(id) }
+        // Let the other bridge's hold and any echo play out: a second deposit is the barrier.
+        let barrier = try await world.deposit(island: island1, text: "barrier")
+        _ = try await reader2.waitForLine("the barrier") { $0.contains(barrier) }
+        let received = carriers(reader2, eventID: id)
+        #expect(received.count == 1)
+        #expect(received.first?["direction"] == .string("fromBridge"))
+        // The carried event verifies: the author's signature crossed intact.
+        let json = try #require(received.first?["nostrEvent"])
+        let verify = try world.spawn(["nostr", "verify"], name: "verify")
+        verify.write(JSONWriter.compact(json) + "\n")
+        verify.closeStdin()
+        #expect(try await verify.waitForExit() == 0)
+        // Island 1 has the radio copy: nothing comes back there.
+        #expect(carriers(reader1, eventID: id).isEmpty)
+        #expect(reader1.stdoutLines.contains { $0.contains("hello from island one") && $0.contains("\"message\"") })
+    }
+
+    @Test("channel event → fromGateway carrier on the mesh")
+    func channelReachesTheMesh() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        _ = try await world.startBridge("gateway", island: island)
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let id = try await world.post("hello from the internet")
+        _ = try await reader.waitForLine("the gateway carrier") { $0.contains(id) }
+        let received = carriers(reader, eventID: id)
+        #expect(received.count == 1 && received.first?["direction"] == .string("fromGateway"))
+    }
+
+    @Test("three bridges, two islands, one relay: every message reaches every island exactly once, also after a restart")
+    func threeBridgesTwoIslands() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        var bridgeB = try await world.startBridge("bridge-b", island: island1)
+        _ = try await world.startBridge("bridge-c", island: island2)
+        let reader1 = try await world.startReader("reader1", island: island1)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        try await world.waitForBridges(reader1, count: 2)
+        try await world.waitForBridges(reader2, count: 1)
+
+        var fromIsland1: [String] = []
+        var fromIsland2: [String] = []
+        var fromInternet: [String] = []
+        for round in 0..<2 {
+            for i in 0..<3 {
+                fromIsland1.append(try await world.deposit(island: island1, text: "one \(round).\(i)"))
+                fromIsland2.append(try await world.deposit(island: island2, text: "two \(round).\(i)"))
+                fromInternet.append(try await world.post("net \(round).\(i)"))
+            }
+            if round == 0 {
+                // Restart bridge B (graceful), then keep going.
+                bridgeB.stop()
+                bridgeB = try await world.startBridge("bridge-b", island: island1)
+                try await world.waitForBridges(reader1, count: 3)
+            }
+        }
+        // Barrier: the last message of each kind has arrived where it should.
+        _ = try await reader2.waitForLine("island-1 deposits on island 2") { $0.contains(fromIsland1.last!) }
+        _ = try await reader1.waitForLine("island-2 deposits on island 1") { $0.contains(fromIsland2.last!) }
+        _ = try await reader1.waitForLine("channel posts on island 1") { $0.contains(fromInternet.last!) }
+        _ = try await reader2.waitForLine("channel posts on island 2") { $0.contains(fromInternet.last!) }
+        try await Task.sleep(for: .seconds(2))  // the bridges' longest hold (1.5 s) for any late duplicate
+
+        for id in fromIsland1 {
+            #expect(carriers(reader2, eventID: id).count == 1, "island-1 message \(id) on island 2")
+            #expect(carriers(reader1, eventID: id).isEmpty, "island-1 message \(id) echoed on island 1")
+        }
+        for id in fromIsland2 {
+            #expect(carriers(reader1, eventID: id).count == 1, "island-2 message \(id) on island 1")
+            #expect(carriers(reader2, eventID: id).isEmpty, "island-2 message \(id) echoed on island 2")
+        }
+        for id in fromInternet {
+            #expect(carriers(reader1, eventID: id).count == 1, "channel post \(id) on island 1")
+            #expect(carriers(reader2, eventID: id).count == 1, "channel post \(id) on island 2")
+        }
+    }
+}
+
+@Suite("Bridge crash safety (storing relay)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeCrashTests {
+    @Test("kill -9 and restart: the relay's replay is not forwarded again; the stranger cache survives")
+    func killNineRestart() async throws {
+        let world = World()
+        // nostr-relay stores kind 20000 and replays it to a new subscription: the backfill a restart sees.
+        try await world.startRelay(.nostrRelay)
+        let island1 = try await world.startIsland()
+        let island2 = try await world.startIsland()
+        _ = try await world.startBridge("bridge-a", island: island1)
+        let bridgeC = try await world.startBridge("bridge-c", island: island2)
+        let reader2 = try await world.startReader("reader2", island: island2)
+        try await world.waitForBridges(reader2, count: 1)
+        let first = try await world.deposit(island: island1, text: "before the crash")
+        let channel = try await world.post("channel before the crash")
+        _ = try await reader2.waitForLine("deposit downlinked") { $0.contains(first) }
+        _ = try await reader2.waitForLine("post downlinked") { $0.contains(channel) }
+
+        bridgeC.stop(signal: SIGKILL)
+        // Same data directory, so the same peer ID: the reader does not report it as a new peer.
+        _ = try await world.startBridge("bridge-c", island: island2)
+        // After the restart a new message still crosses (the barrier), the replayed ones do not.
+        let after = try await world.deposit(island: island1, text: "after the crash")
+        _ = try await reader2.waitForLine("post-restart deposit") { $0.contains(after) }
+        try await Task.sleep(for: .seconds(2))
+        #expect(carriers(reader2, eventID: first).count == 1)
+        #expect(carriers(reader2, eventID: channel).count == 1)
+        #expect(carriers(reader2, eventID: after).count == 1)
+
+        // The stranger cache of the killed bridge opens and still knows the peers it met.
+        let stats = try world.spawn(
+            ["identities", "list", "--json", "--data-dir", "\(world.directory)/bridge-c"], name: "identities")
+        #expect(try await stats.waitForExit() == 0)
+        #expect(stats.stdoutLines.joined().contains("mesh:"), "\(stats.transcript)")
+    }
+}
+
+@Suite("Bridge judgement end to end", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeJudgementTests {
+    func posts(_ world: World, _ texts: [String], as user: String) async throws -> [String] {
+        var ids: [String] = []
+        for text in texts {
+            let poster = try world.spawn(
+                ["nostr", "post", "--geohash", "u4pruy", "--relay", world.relayURL, "--pow", "8", "--nickname", user, text],
+                environment: ["BRIDGE_DATA_DIR": "\(world.directory)/phone-\(user)"], name: "post-\(user)")
+            let line = try await poster.waitForLine("post by \(user)") { $0.contains("\"published\"") }
+            ids.append(try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue))
+        }
+        return ids
+    }
+
+    @Test("a flood and a 4-identity copy swarm are hidden and logged with rule and figures; shadow mode logs the same and hides nothing",
+          arguments: [false, true])
+    func floodAndSwarm(shadow: Bool) async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        _ = try await world.startBridge("gateway", island: island, extra: ["BRIDGE_SHADOW": shadow ? "on" : "off"])
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let flood = try await posts(world, (1...10).map { "BUY CHEAP TICKETS NOW \($0)" }, as: "flooder")
+        var swarm: [String] = []
+        for i in 1...4 { swarm += try await posts(world, ["happy new year everyone"], as: "swarm\(i)") }
+        let barrier = try await posts(world, ["the stage opens at eight"], as: "organiser")
+        _ = try await reader.waitForLine("the barrier") { $0.contains(barrier[0]) }
+        try await Task.sleep(for: .seconds(2))
+
+        let modlog = try world.spawn(["modlog", "--json", "--data-dir", "\(world.directory)/gateway"], name: "modlog")
+        #expect(try await modlog.waitForExit() == 0)
+        let records = modlog.stdoutLines.compactMap { try? JSONParser().parse($0) }
+        let logged = Set(records.compactMap { $0["message_id"]?.stringValue })
+        let rules = Set(records.compactMap { $0["rule"]?.stringValue })
+        #expect(rules.isSuperset(of: ["messageRate", "crossUserCopy"]), "\(rules)")
+        #expect(records.allSatisfy { $0["shadow"] == .bool(shadow) && $0["figures"]?.objectValue?.isEmpty == false })
+        #expect(records.allSatisfy { $0["direction"] == .string("nostr-to-mesh") })
+        // The 4th copy of the swarm and the flood's tail are logged; the first posts of each are not.
+        #expect(logged.contains(swarm[3]) && !logged.contains(swarm[0]))
+        #expect(flood.suffix(4).allSatisfy(logged.contains) && !logged.contains(flood[0]))
+        #expect(!logged.contains(barrier[0]))
+        for id in logged {
+            #expect(carriers(reader, eventID: id).count == (shadow ? 1 : 0), "logged message \(id) on the mesh")
+        }
+        #expect(carriers(reader, eventID: flood[0]).count == 1)
+    }
+}

@@ -1,0 +1,170 @@
+import BotSupport
+import Foundation
+import ModerationLog
+import SpamFilter
+import Testing
+
+/// Runs the built `bitchat-bridge` (next to the test bundle in the build directory) end to end.
+@Suite("bitchat-bridge spam / modlog / bench spam")
+struct CommandLineTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var binary: String {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // The test runner may be inside the .xctest bundle; walk up to the build products directory.
+        for _ in 0..<4 where !FileManager.default.fileExists(atPath: directory.appendingPathComponent("bitchat-bridge").path) {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("bitchat-bridge").path
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spamcli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    func lines(_ text: String) throws -> [JSONValue] {
+        try text.split(separator: "\n").map { try JSONParser().parse(String($0)) }
+    }
+
+    @Test func binaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "missing \(Self.binary)")
+    }
+
+    @Test func spamCheckJudgesARecordedStreamLineByLine() throws {
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("stream.jsonl")
+        let base = 1_750_000_000
+        var input = ""
+        for (i, sender) in ["a", "b", "c", "d"].enumerated() {
+            input += #"{"id":"h\#(i)","sender":"\#(sender)","created_at":\#(base + i),"text":"happy new year everyone"}"# + "\n"
+        }
+        input += #"{"id":"h3","sender":"d","created_at":\#(base + 3),"text":"happy new year everyone"}"# + "\n"  // re-delivery
+        input += "\n"  // blank: skipped
+        input += #"{"id":"att","sender":"m","created_at":\#(base),"received_at":\#(base + 5),"attachment":true,"direction":"mesh-to-nostr"}"# + "\n"
+        input += #"{"id":"bad","sender":"m"}"# + "\n"
+        input += "{not json\n"
+        try input.write(to: file, atomically: true, encoding: .utf8)
+        let result = try run(["spam", "check", "--jsonl", file.path])
+        #expect(result.status == 1)
+        let out = try lines(result.stdout)
+        #expect(out.count == 8)
+        #expect(out.prefix(3).allSatisfy { $0["hidden"] == .bool(false) })
+        #expect(out[3]["rule"] == .string("crossUserCopy") && out[3]["hidden"] == .bool(true))
+        #expect(out[3]["figures"]?["cross_user"]?["count"] == .integer(3))
+        #expect(out[4]["cached"] == .bool(true) && out[4]["id"] == .string("h3"))
+        #expect(out[5]["id"] == .string("att") && out[5]["outcome"] == .string("accepted"))
+        #expect(out[6]["error"] == .string("missing 'created_at'") && out[6]["line"] == .integer(8))
+        #expect(out[7]["id"] == .null && out[7]["error"] != nil)
+        // A clean stream exits 0.
+        let clean = directory.appendingPathComponent("clean.jsonl")
+        try String(input.split(separator: "\n").prefix(4).joined(separator: "\n")).write(to: clean, atomically: true, encoding: .utf8)
+        #expect(try run(["spam", "check", "--jsonl", clean.path]).status == 0)
+    }
+
+    @Test func spamCheckUsesAConfigFileAndRejectsABadOne() throws {
+        let directory = try temporaryDirectory()
+        let stream = directory.appendingPathComponent("s.jsonl")
+        try (0..<3).map { #"{"id":"m\#($0)","sender":"a","created_at":1750000000,"text":"line \#($0) qwerty"}"# }
+            .joined(separator: "\n").write(to: stream, atomically: true, encoding: .utf8)
+        let config = directory.appendingPathComponent("bridge.json")
+        try #"{"spam": {"message_bucket": {"capacity": 2}}}"#.write(to: config, atomically: true, encoding: .utf8)
+        let out = try lines(try run(["spam", "check", "--jsonl", stream.path, "--config", config.path]).stdout)
+        #expect(out.map { $0["rule"] } == [.null, .null, .string("messageRate")])
+        try #"{"spam": {"message_bucket": {"capacity": 0}}}"#.write(to: config, atomically: true, encoding: .utf8)
+        let bad = try run(["spam", "check", "--jsonl", stream.path, "--config", config.path])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("spam.message_bucket.capacity"))
+    }
+
+    @Test func spamExplainShowsEveryRuleAndTheVerdict() throws {
+        let result = try run(["spam", "explain", "BUY NOW buy now buy now buy now buy now", "--json"])
+        #expect(result.status == 0)
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["verdict"] == .string("repeatedCharacters"))
+        #expect(json["normalized"] == .string("buy now buy now buy now buy now buy now"))
+        #expect(json["figures"]?["autocorrelation"]?["value"]?.numberValue == 1)
+        let table = try run(["spam", "explain", "hello there"])
+        for rule in SpamRule.allCases { #expect(table.stdout.contains(rule.rawValue)) }
+        #expect(table.stdout.contains("verdict: accepted"))
+        // With a history: the same sender's third near-copy.
+        let directory = try temporaryDirectory()
+        let history = directory.appendingPathComponent("h.jsonl")
+        try [#"{"id":"1","sender":"k","created_at":1750000000,"text":"anyone got a spare tent peg"}"#,
+             #"{"id":"2","sender":"k","created_at":1750000030,"text":"anyone got a spare tent peg?"}"#]
+            .joined(separator: "\n").write(to: history, atomically: true, encoding: .utf8)
+        let repeated = try JSONParser().parse(
+            try run(["spam", "explain", "anyone got a spare tent peg??", "--sender", "k", "--history", history.path, "--json"]).stdout)
+        #expect(repeated["verdict"] == .string("repeatedMessage"))
+        #expect(repeated["history_lines"] == .integer(2))
+    }
+
+    @Test func modlogReadsTheBridgeDatabaseWithFilters() throws {
+        let directory = try temporaryDirectory()
+        let empty = try run(["modlog", "--data-dir", directory.path])
+        #expect(empty.status == 0 && empty.stdout.contains("No moderation log yet"))
+        let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
+        let now = Date().timeIntervalSince1970
+        for (i, rule) in [SpamRule.messageRate, .crossUserCopy, .crossUserCopy].enumerated() {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: now - Double(i) * 7200, direction: i == 0 ? .meshToNostr : .nostrToMesh, channel: "u4pruyd",
+                    senderKey: "sender\(i)", displayName: nil, messageID: "id\(i)", messageTimestamp: now, rule: rule, shadow: i == 2,
+                    figures: .object([("cross_user", .object([("count", .integer(3)), ("best_similarity", .double(0.95))]))]),
+                    text: "text \(i)", textSHA256: "ab"))
+        }
+        let all = try lines(try run(["modlog", "--data-dir", directory.path, "--json"]).stdout)
+        #expect(all.map { $0["message_id"] } == [.string("id2"), .string("id1"), .string("id0")])
+        let recent = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--since", "3h"]).stdout)
+        #expect(recent.count == 2)
+        let byRule = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--rule", "crossUserCopy", "--limit", "1"]).stdout)
+        #expect(byRule.map { $0["message_id"] } == [.string("id2")])
+        let byDirection = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--direction", "mesh→nostr"]).stdout)
+        #expect(byDirection.map { $0["message_id"] } == [.string("id0")])
+        let bySender = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--sender", "sender1"]).stdout)
+        #expect(bySender.count == 1)
+        let table = try run(["modlog", "--data-dir", directory.path])
+        #expect(table.stdout.contains("crossUserCopy*") && table.stdout.contains("3 copies, sim 0.95") && table.stdout.contains("shadow mode"))
+        #expect(try run(["modlog", "--data-dir", directory.path, "--rule", "nope"]).status == 64)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--since", "soon"]).status == 64)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "0"]).status == 64)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000000"]).status == 0)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000001"]).status == 64)
+    }
+
+    @Test func benchSpamQuickPrintsTheBenchJSON() throws {
+        let result = try run(["bench", "spam", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["bench"] == .string("spam"))
+        for name in ["ordinary", "flood", "junk"] {
+            let metrics = try #require(json["cases"]?[name])
+            for metric in ["median_us", "p99_us", "reference_median_us", "speedup", "messages"] {
+                #expect(metrics[metric]?.numberValue != nil, "\(name).\(metric)")
+            }
+            #expect(metrics["verdict_mismatches"] == .integer(0))
+        }
+        #expect(json["cases"]?["memory"]?["tracked_senders"]?.numberValue.map { $0 <= 4096 } == true)
+    }
+}

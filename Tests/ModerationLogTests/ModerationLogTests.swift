@@ -1,0 +1,173 @@
+import Testing
+import BotStorage
+import BotSupport
+import Foundation
+import ModerationLog
+import SpamFilter
+
+@Suite("Moderation log (SQLite, retention, JSON lines)")
+struct ModerationLogTests {
+    let now = 1_750_000_000.0
+
+    func temporaryDatabase() -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modlog-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appendingPathComponent("bridge.sqlite3").path
+    }
+
+    /// A real hidden verdict from the filter: the 4th sender posting the same line.
+    func hiddenCopy(shadow: Bool = false) -> (SpamCandidate, SpamVerdict) {
+        var config = SpamFilterConfig()
+        config.shadowMode = shadow
+        var policy = AdmissionPolicy(config: config)
+        for (i, sender) in ["a", "b", "c"].enumerated() {
+            _ = policy.judge(
+                SpamCandidate(senderKey: sender, messageID: "x\(i)", timestamp: now, content: .text("happy new year everyone"), direction: .nostrToMesh),
+                now: now)
+        }
+        let candidate = SpamCandidate(senderKey: "d", messageID: "x9", timestamp: now - 5, content: .text("Happy new year everyone!"), direction: .nostrToMesh)
+        return (candidate, policy.judge(candidate, now: now))
+    }
+
+    @Test func recordsHiddenMessagesWithRuleFiguresAndTextAndEmitsAJSONLine() throws {
+        let path = temporaryDatabase()
+        let sink = InMemoryLogSink()
+        let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: Logger(label: "modlog", sink: sink))
+        let (candidate, verdict) = hiddenCopy()
+        let record = try #require(
+            ModerationRecord(candidate: candidate, verdict: verdict, channel: "u4pruyd", displayName: "dora", judgedAt: now, logText: true))
+        let id = try log.append(record)
+        let stored = try log.records(ModerationQuery())
+        #expect(stored.count == 1)
+        let first = try #require(stored.first)
+        #expect(first.id == id && first.rule == .crossUserCopy && first.text == "Happy new year everyone!")
+        #expect(first.channel == "u4pruyd" && first.displayName == "dora" && first.messageID == "x9" && first.messageTimestamp == now - 5)
+        #expect(first.figures["cross_user"]?["count"] == .integer(3))
+        #expect(first.textSHA256 == sha256Hex("Happy new year everyone!"))
+        let lines = sink.all
+        #expect(lines.count == 1)
+        let line = try JSONParser().parse(try #require(lines.first).jsonLine)
+        #expect(line["modlog.rule"] == .string("crossUserCopy"))
+        #expect(line["modlog.message_id"] == .string("x9"))
+        // Durable: a second connection (another process) reads the same record.
+        let reopened = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+        #expect(try reopened.count() == 1)
+    }
+
+    @Test func acceptedVerdictsMakeNoRecordAndShadowVerdictsAreMarked() throws {
+        let accepted = SpamVerdict(outcome: .accepted, rule: nil, figures: SpamFigures(), fromCache: false)
+        let candidate = SpamCandidate(senderKey: "a", messageID: "1", timestamp: now, content: .text("hi"), direction: .meshToNostr)
+        #expect(ModerationRecord(candidate: candidate, verdict: accepted, channel: "mesh", displayName: nil, judgedAt: now, logText: true) == nil)
+        let (c, v) = hiddenCopy(shadow: true)
+        #expect(v.outcome == .wouldHide)
+        let record = try #require(ModerationRecord(candidate: c, verdict: v, channel: "mesh", displayName: nil, judgedAt: now, logText: true))
+        #expect(record.shadow)
+    }
+
+    @Test func withLogTextOffOnlyTheHashIsStored() throws {
+        var config = ModerationLogConfig()
+        config.logText = false
+        let log = try ModerationLog(path: temporaryDatabase(), config: config, logger: nil)
+        let (candidate, verdict) = hiddenCopy()
+        let record = try #require(ModerationRecord(candidate: candidate, verdict: verdict, channel: "mesh", displayName: nil, judgedAt: now, logText: true))
+        try log.append(record)
+        let stored = try #require(try log.records(ModerationQuery()).first)
+        #expect(stored.text == nil)
+        #expect(stored.textSHA256 == record.textSHA256)
+        // SHA-256("Happy new year everyone!") computed independently below.
+        #expect(stored.textSHA256 == sha256Hex("Happy new year everyone!"))
+    }
+
+    @Test func queriesFilterBySinceRuleDirectionSenderAndLimitNewestFirst() throws {
+        let log = try ModerationLog(path: temporaryDatabase(), config: ModerationLogConfig(), logger: nil)
+        for i in 0..<20 {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: now + Double(i), direction: i % 2 == 0 ? .nostrToMesh : .meshToNostr, channel: "mesh",
+                    senderKey: "s\(i % 3)", displayName: nil, messageID: "m\(i)", messageTimestamp: now,
+                    rule: i % 4 == 0 ? .messageRate : .linkRate, shadow: false, figures: .object([]), text: "t", textSHA256: "00"))
+        }
+        #expect(try log.records(ModerationQuery(limit: 5)).map(\.messageID) == ["m19", "m18", "m17", "m16", "m15"])
+        #expect(try log.records(ModerationQuery(since: now + 15)).count == 5)
+        #expect(try log.records(ModerationQuery(rule: .messageRate)).count == 5)
+        #expect(try log.records(ModerationQuery(direction: .meshToNostr)).count == 10)
+        #expect(try log.records(ModerationQuery(senderKey: "s0")).count == 7)
+        #expect(try log.records(ModerationQuery(rule: .messageRate, direction: .nostrToMesh, senderKey: "s0")).map(\.messageID) == ["m12", "m0"])
+    }
+
+    @Test func retentionByAgeAndCount() throws {
+        var config = ModerationLogConfig()
+        config.maxRecords = 10
+        config.retentionSeconds = 3600
+        let log = try ModerationLog(path: temporaryDatabase(), config: config, logger: nil)
+        for i in 0..<30 {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: now + Double(i) * 600, direction: .nostrToMesh, channel: "mesh", senderKey: "s", displayName: nil,
+                    messageID: "m\(i)", messageTimestamp: now, rule: .messageRate, shadow: false, figures: .object([]), text: nil,
+                    textSHA256: "00"))
+        }
+        // By count: 10 kept (n), the 11th newest goes (n+1).
+        #expect(try log.prune(now: now) == 20)
+        #expect(try log.count() == 10)
+        #expect(try log.records(ModerationQuery()).last?.messageID == "m20")
+        // By age: at the last record's time, only the last hour (7 records at 600 s spacing, inclusive) stays.
+        try log.prune(now: now + 29 * 600)
+        #expect(try log.records(ModerationQuery()).map(\.messageID) == (23...29).reversed().map { "m\($0)" })
+    }
+
+    @Test func appendPrunesByCountOnItsOwn() throws {
+        var config = ModerationLogConfig()
+        config.maxRecords = 50
+        let log = try ModerationLog(path: temporaryDatabase(), config: config, logger: nil)
+        for i in 0..<(ModerationLog.Limits.pruneInterval + 10) {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: now, direction: .nostrToMesh, channel: "mesh", senderKey: "s", displayName: nil, messageID: "m\(i)",
+                    messageTimestamp: now, rule: .messageRate, shadow: false, figures: .object([]), text: nil, textSHA256: "00"))
+        }
+        #expect(try log.count() == 60)
+    }
+
+    @Test func sharesTheDatabaseAndRecordsItsSchemaVersion() throws {
+        let path = temporaryDatabase()
+        _ = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+        let db = try SQLiteDatabase(path: path)
+        #expect(try db.prepare("SELECT version FROM schema_versions WHERE component = 'modlog'").query { $0.int64(0) } == [1])
+        #expect(try db.prepare("PRAGMA journal_mode").query { $0.text(0) } == ["wal"])
+        try db.execute("UPDATE schema_versions SET version = 2 WHERE component = 'modlog'")
+        #expect(throws: ModerationLogError.newerSchema(found: 2, supported: 1)) {
+            _ = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+        }
+    }
+
+    @Test func configFromJSONNamesTheBadField() throws {
+        let config = try ModerationLogConfig(json: try JSONParser().parse(#"{"log_text": false, "retention_days": 7, "max_records": 500}"#))
+        #expect(!config.logText && config.retentionSeconds == 7 * 86_400 && config.maxRecords == 500)
+        #expect(throws: SpamConfigError.wrongType(field: "modlog.log_text", expected: "true or false")) {
+            try ModerationLogConfig(json: try JSONParser().parse(#"{"log_text": "no"}"#))
+        }
+        #expect(throws: Never.self) { try ModerationLogConfig(json: try JSONParser().parse(#"{"max_records": 10000000}"#)) }
+        #expect(throws: SpamConfigError.outOfRange(field: "modlog.max_records", reason: "must be between 1 and 10000000")) {
+            try ModerationLogConfig(json: try JSONParser().parse(#"{"max_records": 10000001}"#))
+        }
+        #expect(throws: SpamConfigError.unknownField(field: "modlog.retention")) {
+            try ModerationLogConfig(json: try JSONParser().parse(#"{"retention": 3}"#))
+        }
+    }
+
+    func sha256Hex(_ text: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try? process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    }
+}

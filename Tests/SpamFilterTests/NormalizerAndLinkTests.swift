@@ -1,0 +1,53 @@
+import Testing
+import SpamFilter
+
+@Suite("Spam filter normalisation and links")
+struct NormalizerAndLinkTests {
+    @Test(arguments: [
+        ("happy new year everyone", "happy new year everyone"),
+        ("  Happy   NEW\tyear\n\neveryone  ", "happy new year everyone"),
+        ("h\u{200B}appy n\u{200C}ew y\u{200D}ear e\u{2060}very\u{FEFF}one\u{00AD}", "happy new year everyone"),
+        ("hàppý nëw ÿéår ëvéryöñé", "happy new year everyone"),
+        ("𝐡𝐚𝐩𝐩𝐲 𝐧𝐞𝐰 𝐲𝐞𝐚𝐫 𝐞𝐯𝐞𝐫𝐲𝐨𝐧𝐞", "happy new year everyone"),
+        ("ｈａｐｐｙ　ｎｅｗ　ｙｅａｒ　ｅｖｅｒｙｏｎｅ", "happy new year everyone"),
+        ("ＨＡＰＰＹ new 𝓨𝓔𝓐𝓡 e\u{0301}veryone", "happy new year everyone"),
+        ("tab\u{0007}bell\u{0000}", "tabbell"),
+        ("\u{200B}\u{200B}", ""),
+        ("ǅemal İstanbul", "dzemal istanbul"),
+    ])
+    func normalises(input: String, expected: String) {
+        #expect(TextNormalizer.string(TextNormalizer.normalize(input)) == expected)
+    }
+
+    @Test func disguisedCopiesAreIdenticalAfterNormalisation() {
+        let plain = TextNormalizer.normalize("Free tokens at the main stage now")
+        for disguise in [
+            "F\u{200B}ree tok\u{200B}ens at the main stage now", "Frée tökens át the main stage now",
+            "𝐅𝐫𝐞𝐞 𝐭𝐨𝐤𝐞𝐧𝐬 𝐚𝐭 𝐭𝐡𝐞 𝐦𝐚𝐢𝐧 𝐬𝐭𝐚𝐠𝐞 𝐧𝐨𝐰", "Ｆｒｅｅ ｔｏｋｅｎｓ ａｔ ｔｈｅ ｍａｉｎ ｓｔａｇｅ ｎｏｗ",
+        ] {
+            #expect(TextNormalizer.normalize(disguise) == plain, "\(disguise)")
+            #expect(Similarity.similarity(TextNormalizer.normalize(disguise), plain) == 1.0)
+        }
+    }
+
+    @Test(arguments: [
+        ("no links here", 0),
+        ("see https://example.com/page", 1),
+        ("https://www.example.com/a.b counts once", 1),
+        ("www.example.org", 1),
+        ("join t.me/x now", 1),
+        ("example.com and example.org", 2),
+        ("ftp://host", 1),
+        ("mail me at name@example.com", 0),
+        ("e.g. this, i.e. that", 0),
+        ("pi is 3.14", 0),
+        ("a.b", 0),
+        ("tld of 24 x.abcdefghijklmnopqrstuvwx", 1),
+        ("tld of 25 x.abcdefghijklmnopqrstuvwxy", 0),
+        ("ｅｘａｍｐｌｅ．ｃｏｍ", 1),
+        ("http://a http://b http://c", 3),
+    ])
+    func countsLinks(text: String, expected: Int) {
+        #expect(LinkCounter.count(TextNormalizer.normalize(text)) == expected)
+    }
+}

@@ -1,0 +1,74 @@
+import Testing
+import SpamFilter
+import SpamFilterReference
+
+@Suite("Spam filter similarity (3-peak cross-correlation)")
+struct SimilarityTests {
+    @Test func identicalAndEmpty() {
+        #expect(Similarity.similarity([], []) == 1.0)
+        #expect(Similarity.similarity(scalars("abc"), []) == 0.0)
+        #expect(Similarity.similarity(scalars("hello world"), scalars("hello world")) == 1.0)
+    }
+
+    @Test func toleratesInsertionsAndDeletions() {
+        // One insertion and one deletion: 3 diagonals cover it.
+        let a = scalars("free tokens at the main stage now")
+        let b = scalars("free tokens XX at the main stage")
+        #expect(Similarity.similarity(a, b) == ReferenceSpamFilter.similarity(a, b))
+        #expect(Similarity.similarity(a, b) >= 0.8)
+    }
+
+    @Test func thresholdBoundaryIsInclusive() {
+        // 20 distinct scalars; 4 substitutions → 16/20 = 0.80 exactly, 5 → 0.75.
+        let base = (0..<20).map { UInt32(0x4E00 + $0) }
+        var four = base
+        for i in [2, 7, 12, 17] { four[i] = UInt32(0x3040 + i) }
+        var five = four
+        five[19] = 0x30FF
+        #expect(Similarity.similarity(base, four) == 0.8)
+        #expect(Similarity.similarity(base, five) == 0.75)
+    }
+
+    /// Why the index is on bigrams: this pair is 6/7 similar and shares no trigram.
+    @Test func nearCopyWithoutSharedTrigramExists() {
+        let a = scalars("abxcdef")
+        let b = scalars("abcdyef")
+        #expect(Similarity.similarity(a, b) == 6.0 / 7.0)
+        let trigrams = { (s: [UInt32]) in Set((0..<(s.count - 2)).map { [s[$0], s[$0 + 1], s[$0 + 2]] }) }
+        #expect(trigrams(a).isDisjoint(with: trigrams(b)))
+    }
+
+    @Test(arguments: Array(2...26))
+    func upperBoundNeverUndercountsAndFastPathMatchesDefinition(alphabet: Int) {
+        var rng = SeededRandom(seed: UInt64(alphabet) * 7919)
+        var comparator = Similarity.Comparator()
+        for _ in 0..<300 {
+            let m = Int(rng.next() % 40)
+            var a = (0..<m).map { _ in UInt32(0x61 + rng.next() % UInt64(alphabet)) }
+            var b: [UInt32]
+            if rng.next() % 2 == 0, !a.isEmpty {
+                // A mutated copy: the interesting region near the threshold.
+                b = a
+                for _ in 0..<(rng.next() % 6) {
+                    let position = Int(rng.next() % UInt64(max(b.count, 1)))
+                    switch rng.next() % 3 {
+                    case 0 where !b.isEmpty: b.remove(at: min(position, b.count - 1))
+                    case 1: b.insert(UInt32(0x61 + rng.next() % UInt64(alphabet)), at: min(position, b.count))
+                    default: if !b.isEmpty { b[min(position, b.count - 1)] = UInt32(0x61 + rng.next() % UInt64(alphabet)) }
+                    }
+                }
+            } else {
+                b = (0..<Int(rng.next() % 40)).map { _ in UInt32(0x61 + rng.next() % UInt64(alphabet)) }
+            }
+            if rng.next() % 5 == 0 { swap(&a, &b) }
+            let exact = ReferenceSpamFilter.similarity(a, b)
+            comparator.load(a)
+            let fast = comparator.similarity(to: b)
+            #expect(fast == exact, "\(a) \(b)")
+            let bound = Similarity.upperBound(a, b)
+            #expect(bound >= exact, "bound \(bound) < similarity \(exact) for \(a) \(b)")
+            let peaks = comparator.peaks(against: b)
+            #expect(peaks.shifts == ReferenceSpamFilter.peaks(a, b).map(\.d))
+        }
+    }
+}
