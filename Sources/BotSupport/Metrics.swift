@@ -26,7 +26,7 @@ public struct MetricsSnapshot: Sendable, Equatable {
         }
     }
 
-    public struct Label: Sendable, Equatable {
+    public struct Label: Sendable, Hashable {
         public var name: String
         public var value: String
 
@@ -63,6 +63,17 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public private(set) var droppedSeries = 0
     private var seriesCount = 0
     private var index: [String: Int] = [:]
+    /// `(name, labels)` → position of the sample in its family: O(1) replace instead of a scan.
+    private var seriesIndex: [SeriesKey: Int] = [:]
+
+    private struct SeriesKey: Hashable, Sendable {
+        let name: String
+        let labels: [Label]
+    }
+
+    public static func == (a: MetricsSnapshot, b: MetricsSnapshot) -> Bool {
+        a.families == b.families && a.droppedSeries == b.droppedSeries
+    }
 
     public init() {}
 
@@ -86,7 +97,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
             precondition(Self.isValidLabelName(label.name), "invalid Prometheus label name '\(label.name)'")
         }
         let position = familyIndex(name, help: help, kind: kind)
-        if let existing = families[position].samples.firstIndex(where: { $0.labels == labels }) {
+        let key = SeriesKey(name: name, labels: labels)
+        if let existing = seriesIndex[key] {
             families[position].samples[existing].value = value
             return
         }
@@ -95,6 +107,7 @@ public struct MetricsSnapshot: Sendable, Equatable {
             return
         }
         seriesCount += 1
+        seriesIndex[key] = families[position].samples.count
         families[position].samples.append(Sample(labels: labels, value: value))
     }
 
@@ -119,7 +132,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
 
     /// The value of the series `name{labels}`, if present.
     public func value(_ name: String, labels: [Label] = []) -> Double? {
-        family(name)?.samples.first { $0.labels == labels }?.value
+        guard let family = index[name], let sample = seriesIndex[SeriesKey(name: name, labels: labels)] else { return nil }
+        return families[family].samples[sample].value
     }
 
     /// `[a-zA-Z_:][a-zA-Z0-9_:]*`
