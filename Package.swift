@@ -8,7 +8,9 @@ import PackageDescription
 let package = Package(
     name: "bitchat-bridge",
     products: [
-        .executable(name: "bitchat-bridge", targets: ["BridgeBot"])
+        .executable(name: "bitchat-bridge", targets: ["BridgeBot"]),
+        // The decoders and parsers, for the libFuzzer package in fuzz/ (it depends on this one by path).
+        .library(name: "BitchatBridgeParsers", targets: ["BitchatWire", "Nostr", "Bridge", "BotSupport"]),
     ],
     targets: [
         // C system libraries (Debian -dev packages); each folder holds only module.modulemap + shim.h.
@@ -104,8 +106,14 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
-        .testTarget(name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(
+            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "WebSocketRuntime"]
+        ),
         .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(
+            name: "WebSocketRuntimeTests",
+            dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]
+        ),
         .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
         .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),

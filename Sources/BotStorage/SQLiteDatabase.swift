@@ -1,5 +1,9 @@
 import CSQLite
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A SQLite failure, keeping the result code, SQLite's message and what we were doing.
 public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The primary or extended SQLite result code (`SQLITE_FULL` = 13 when the disk is full).
@@ -22,8 +26,13 @@ public final class SQLiteDatabase {
     /// Opens (creating if needed) the database at `path` (`:memory:` for an in-memory database), with
     /// WAL journaling, `synchronous=NORMAL` (durable across process crashes; a power loss may lose the
     /// last transactions but never corrupts), foreign keys on and a 5 s busy timeout.
+    ///
+    /// File mode: the database holds who said what (moderation log, identities), so a new file is created
+    /// 0600 — SQLite gives its `-wal`/`-shm` files the main file's mode — and an existing file readable by
+    /// group or others is tightened to 0600 (the data directory itself is 0700).
     public init(path: String) throws(SQLiteError) {
         self.path = path
+        if path != ":memory:" && !path.isEmpty { try Self.ensurePrivateFile(path) }
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -41,6 +50,17 @@ public final class SQLiteDatabase {
     }
 
     deinit { close() }
+
+    private static func ensurePrivateFile(_ path: String) throws(SQLiteError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw SQLiteError(code: SQLITE_CANTOPEN, message: String(cString: strerror(code)), operation: "create \(path)")
+        }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+    }
 
     /// Closes the connection (finalizing nothing: every ``SQLiteStatement`` must be gone first).
     public func close() {

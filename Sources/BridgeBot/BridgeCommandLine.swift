@@ -22,6 +22,7 @@ enum BridgeCommandLine {
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
         ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
         ("modlog", "Show the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
+        ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).", StatusCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
 

@@ -1,0 +1,132 @@
+import Synchronization
+
+/// Whether the process is fit to serve, with the reasons when it is not (the `/healthz` body).
+///
+/// ```json
+/// {"status":"ok","checks":[{"name":"relays","ok":true,"detail":"2 of 3 connected"}, …]}
+/// {"status":"unhealthy","reasons":["mesh: transport down (adapter hci0 not powered)"],"checks":[…]}
+/// ```
+public struct HealthReport: Sendable, Equatable {
+    public struct Check: Sendable, Equatable {
+        public var name: String
+        public var ok: Bool
+        public var detail: String
+
+        public init(name: String, ok: Bool, detail: String) {
+            self.name = name
+            self.ok = ok
+            self.detail = detail
+        }
+    }
+
+    public var checks: [Check]
+
+    public init(checks: [Check]) { self.checks = checks }
+
+    public var isHealthy: Bool { checks.allSatisfy(\.ok) }
+
+    /// `"<check>: <detail>"` for each failing check.
+    public var reasons: [String] { checks.filter { !$0.ok }.map { "\($0.name): \($0.detail)" } }
+
+    public var json: JSONValue {
+        var members: [(String, JSONValue)] = [("status", .string(isHealthy ? "ok" : "unhealthy"))]
+        if !isHealthy { members.append(("reasons", .array(reasons.map(JSONValue.string)))) }
+        members.append((
+            "checks",
+            .array(checks.map { .object([("name", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) })
+        ))
+        return .object(members)
+    }
+}
+
+/// One HTTP answer, as plain data (the listener in `WebSocketRuntime` writes it).
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+
+    public init(status: Int, contentType: String, body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+
+    public init(status: Int, json: JSONValue) {
+        self.init(status: status, contentType: "application/json", body: Array((JSONWriter.compact(json) + "\n").utf8))
+    }
+}
+
+/// The latest health and metrics, published by their owner and read by the status listener's thread.
+///
+/// Threading: ``publish(health:metrics:)`` from the owner (any one thread or actor), ``response(method:path:)``
+/// from the listener thread; a `Mutex` makes each publish atomic for readers.
+///
+/// Staleness: a snapshot older than `maxAge` makes `/healthz` unhealthy by itself — an owner that stopped
+/// publishing (a hung coordinator) must not look healthy forever. Time comes from the injected `now`.
+public final class StatusBoard: Sendable {
+    private struct State {
+        var health: HealthReport?
+        var metrics = MetricsSnapshot()
+        var publishedAt: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
+    private let now: @Sendable () -> ContinuousClock.Instant
+    public let maxAge: Duration
+
+    /// `now` is the clock the staleness check reads (`{ ContinuousClock.now }` in the executable).
+    public init(maxAge: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant) {
+        self.maxAge = maxAge
+        self.now = now
+    }
+
+    public func publish(health: HealthReport, metrics: MetricsSnapshot) {
+        let time = now()
+        state.withLock { state in
+            state.health = health
+            state.metrics = metrics
+            state.publishedAt = time
+        }
+    }
+
+    /// The health as served: the published report plus a `status` check for a missing or stale snapshot.
+    public func currentHealth() -> HealthReport {
+        let (health, publishedAt) = state.withLock { ($0.health, $0.publishedAt) }
+        guard let health, let publishedAt else {
+            return HealthReport(checks: [.init(name: "status", ok: false, detail: "starting: no status published yet")])
+        }
+        let age = now() - publishedAt
+        var report = health
+        if age > maxAge {
+            let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+            report.checks.insert(
+                .init(name: "status", ok: false,
+                      detail: "stale: last published \(Int(seconds)) s ago (limit \(maxAge.components.seconds) s)"),
+                at: 0)
+        }
+        return report
+    }
+
+    public func currentMetrics() -> MetricsSnapshot { state.withLock { $0.metrics } }
+
+    /// The answer to one request: `GET`/`HEAD` `/healthz` (200 or 503 with JSON) and `/metrics`
+    /// (Prometheus text); 404 for other paths, 405 for other methods. A query string is ignored.
+    public func response(method: String, path: String) -> HTTPResponse {
+        guard method == "GET" || method == "HEAD" else {
+            return HTTPResponse(status: 405, json: .object([("error", .string("only GET and HEAD"))]))
+        }
+        let route = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        switch route {
+        case "/healthz":
+            let health = currentHealth()
+            return HTTPResponse(status: health.isHealthy ? 200 : 503, json: health.json)
+        case "/metrics":
+            return HTTPResponse(status: 200, contentType: PrometheusText.contentType,
+                                body: Array(PrometheusText.render(currentMetrics()).utf8))
+        default:
+            return HTTPResponse(status: 404, json: .object([
+                ("error", .string("not found")), ("paths", .array([.string("/healthz"), .string("/metrics")])),
+            ]))
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import BotSupport
+import Bridge
+import BridgeTestSupport
+import Foundation
+import Testing
+import WebSocketRuntime
+
+/// `bitchat-bridge status` against a real listener (the same StatusBoard + LoopbackHTTPServer `run` uses).
+@Suite("bitchat-bridge status")
+struct StatusCommandTests {
+    @Test("healthy → exit 0 with a summary; unhealthy → exit 1 with the reasons; --json carries both")
+    func healthyAndUnhealthy() async throws {
+        // Staleness is tested with a manual clock elsewhere; here a loaded machine must not make the snapshot stale.
+        let board = StatusBoard(maxAge: .seconds(3600), now: { ContinuousClock.now })
+        let server = LoopbackHTTPServer(host: "127.0.0.1", port: 0, responder: board.response(method:path:))
+        try server.start()
+        defer { server.stop() }
+        let address = "127.0.0.1:\(server.port)"
+        let start = ContinuousClock.now
+        let health = BridgeHealth(startedAt: start)
+        var metrics = BridgeMetrics()
+        metrics.relayStates = ["ws://127.0.0.1:7777": "open"]
+        metrics.forwarded["downlink"] = 12
+        board.publish(
+            health: health.evaluate(.init(connectedRelays: 1, configuredRelays: 1, meshUp: true, meshDetail: "tcp://127.0.0.1:9"), now: start),
+            metrics: metrics.snapshot())
+
+        let ok = try await runBridge(["status", "--http", address])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("healthy"))
+        #expect(ok.stdout.contains("[ok] relays: 1 of 1 connected"))
+        #expect(ok.stdout.contains("bridge_forwarded_total{direction=downlink}"))
+        #expect(ok.stdout.contains("not shown"))
+
+        let json = try await runBridge(["status", "--json"], environment: ["BRIDGE_HTTP_LISTEN": address])
+        #expect(json.status == 0)
+        let value = try JSONParser().parse(json.stdout)
+        #expect(value["healthy"] == .bool(true))
+        #expect(value["metrics"]?["bridge_forwarded_total"]?["samples"]?.arrayValue?.first?["value"] == .integer(12))
+
+        board.publish(
+            health: health.evaluate(.init(connectedRelays: 0, configuredRelays: 1, meshUp: false, meshDetail: "hub gone"), now: start),
+            metrics: metrics.snapshot())
+        let sick = try await runBridge(["status", "--http", address])
+        #expect(sick.status == 1)
+        #expect(sick.stdout.contains("UNHEALTHY") && sick.stdout.contains("[FAIL] mesh: down: hub gone"))
+        #expect(sick.stderr.contains("unhealthy: mesh: down: hub gone"))
+    }
+
+    @Test("unreachable → exit 1 naming the address; off or malformed → exit 64")
+    func unreachable() async throws {
+        let port = LoopbackPort.free()
+        let gone = try await runBridge(["status", "--http", "127.0.0.1:\(port)"])
+        #expect(gone.status == 1)
+        #expect(gone.stderr.contains("127.0.0.1:\(port)") && gone.stderr.contains("refused"))
+        #expect(try await runBridge(["status"], environment: ["BRIDGE_HTTP_LISTEN": "off"]).status == 64)
+        #expect(try await runBridge(["status", "--http", "nowhere"]).status == 64)
+    }
+}
