@@ -254,6 +254,29 @@ public actor BridgeCoordinator {
 
     /// Counters for metrics and tests.
     public var counters: [String: Int] { router.counters }
+
+    /// The bridge-side part of the metrics (the executable adds the relay and mesh transport figures).
+    public func metrics() -> BridgeMetrics {
+        var m = BridgeMetrics()
+        let c = router.counters
+        m.forwarded = [
+            "nostr-to-mesh": c["nostr_to_mesh.broadcast"] ?? 0,
+            "mesh-to-nostr": (c["mesh_to_nostr.published"] ?? 0) + (c["mesh_to_nostr.mirrored"] ?? 0),
+        ]
+        for (name, count) in c {
+            let parts = name.split(separator: ".")
+            guard parts.count == 3, parts[1] == "hidden" else { continue }
+            let direction = parts[0] == "mesh_to_nostr" ? "mesh-to-nostr" : "nostr-to-mesh"
+            m.hidden[.init(direction: direction, rule: String(parts[2])), default: 0] += count
+        }
+        m.deposits = c["deposit.accepted"] ?? 0
+        m.queueDepths = ["downlink": router.pendingDownlinks, "uplink": router.queuedUplinks]
+        m.queueDrops = ["downlink": c["downlink.drop.queue_full"] ?? 0, "uplink": c["deposit.drop.queue_full"] ?? 0]
+        m.meshPeers = peerNoiseKeys.count
+        m.strangerCacheEntries = identities.strangerCount ?? 0
+        m.strangerCacheEvictions = identities.counters.evictedByCap + identities.counters.forgottenByAge
+        return m
+    }
     public var pendingDownlinks: Int { router.pendingDownlinks }
 
     private func minutely() {

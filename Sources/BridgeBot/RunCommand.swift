@@ -75,6 +75,9 @@ struct BridgeRuntime: Sendable {
     let transport: any MeshTransport
     let coordinator: BridgeCoordinator
     let logger: Logger
+    let status: StatusBoard
+    let server: LoopbackHTTPServer?
+    let startedAt: ContinuousClock.Instant
 
     static func start(config: BridgeConfiguration, logger: Logger) throws(CommandExit) -> BridgeRuntime {
         let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
@@ -201,7 +204,21 @@ struct BridgeRuntime: Sendable {
             ("mirror.down", .bool(config.mirrorDownlink)), ("mirror.up", .bool(config.mirrorUplink)),
             ("channel.npub", channelKey.map { .string(NIP19.npub($0.publicKey)) } ?? .null),
         ])
-        return BridgeRuntime(pool: pool, node: node, transport: transport, coordinator: coordinator, logger: logger)
+        let status = StatusBoard(maxAge: .seconds(30), now: { .now })
+        var server: LoopbackHTTPServer?
+        if let listen = config.httpListen {
+            do {
+                let (host, port) = try LoopbackHTTPServer.parseListen(listen)
+                let http = LoopbackHTTPServer(host: host, port: port) { method, path in status.response(method: method, path: path) }
+                try http.start()
+                server = http
+            } catch {
+                throw .failure("health/metrics listener \(listen): \(error)")
+            }
+        }
+        return BridgeRuntime(
+            pool: pool, node: node, transport: transport, coordinator: coordinator, logger: logger, status: status,
+            server: server, startedAt: .now)
     }
 
     /// Operator relays plus, with the directory on, the 5 nearest to the channel and to each cell of the
@@ -247,6 +264,7 @@ struct BridgeRuntime: Sendable {
             group.addTask {
                 for await _ in stopped.stream {}
             }
+            group.addTask { await publishStatus() }
             // The first task to end (normally the stop signal) stops the rest.
             await group.next()
             await node.submit(.sendLeave)
@@ -254,8 +272,41 @@ struct BridgeRuntime: Sendable {
             transport.close()
             group.cancelAll()
         }
+        server?.stop()
         logger.notice("stopped")
         return 0
+    }
+}
+
+extension BridgeRuntime {
+    /// Publishes health and metrics for the loopback listener every 5 s until cancelled.
+    func publishStatus() async {
+        let health = BridgeHealth(startedAt: startedAt)
+        while !Task.isCancelled {
+            var metrics = await coordinator.metrics()
+            let urls = pool.relayURLs
+            for url in urls {
+                let stats = pool.stats(url)
+                metrics.relayReconnects[url] = max(0, (stats?.connects ?? 0) - 1)
+            }
+            let verifier = pool.verifierCounters
+            metrics.eventsVerified = verifier.verified
+            metrics.eventsRejected = [
+                "id_mismatch": verifier.idMismatch, "bad_signature": verifier.badSignature, "over_budget": verifier.overBudget,
+                "invalid_pubkey": verifier.invalidPublicKey, "missing_id_or_signature": verifier.missingIDOrSignature,
+            ]
+            let links = await node.linkCount
+            metrics.meshLinks = links
+            metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
+            let report = health.evaluate(
+                // The mesh node runs until its transport ends, and then the whole bridge stops (the task
+                // group ends at its first finished task): while this loop runs, the transport is up.
+                .init(connectedRelays: pool.connectedCount, configuredRelays: urls.count, meshUp: true,
+                      meshDetail: "mesh transport open, \(links) link(s)"),
+                now: .now)
+            status.publish(health: report, metrics: metrics.snapshot())
+            try? await Task.sleep(for: .seconds(5))
+        }
     }
 }
 
