@@ -397,20 +397,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     // MARK: Owner thread
 
     private func startThread() {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(&thread, nil, { raw in
-            guard let raw else { return nil }
-            let transport = Unmanaged<BlueZTransport>.fromOpaque(raw).takeRetainedValue()
-            transport.loop()
-            return nil
-        }, context)
-        if result == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<BlueZTransport>.fromOpaque(context).release()
-            continuation.finish()
-        }
+        if !OwnerThread.detach({ self.loop() }) { continuation.finish() }
     }
 
     private func loop() {

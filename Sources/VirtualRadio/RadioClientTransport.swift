@@ -1,3 +1,4 @@
+import BotSupport
 public import Mesh
 import Synchronization
 #if canImport(Glibc)
@@ -117,20 +118,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func startThread() {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(&thread, nil, { raw in
-            guard let raw else { return nil }
-            let transport = Unmanaged<RadioClientTransport>.fromOpaque(raw).takeRetainedValue()
-            transport.loop()
-            return nil
-        }, context)
-        if result == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<RadioClientTransport>.fromOpaque(context).release()
-            continuation.finish()
-        }
+        if !OwnerThread.detach({ self.loop() }) { continuation.finish() }
     }
 
     /// The owner loop: owns `sockets`' descriptors, decoders and outboxes.
