@@ -71,6 +71,19 @@ final class World: @unchecked Sendable {
         return try #require(try JSONParser().parse(line)["eventID"]?.stringValue)
     }
 
+    /// Posts from one user (one key, kept in the user's data directory), in order.
+    func posts(_ texts: [String], as user: String) async throws -> [String] {
+        var ids: [String] = []
+        for text in texts {
+            let poster = try spawn(
+                ["nostr", "post", "--geohash", "u4pruy", "--relay", relayURL, "--pow", "8", "--nickname", user, text],
+                environment: ["BRIDGE_DATA_DIR": "\(directory)/phone-\(user)"], name: "post-\(user)")
+            let line = try await poster.waitForLine("post by \(user)") { $0.contains("\"published\"") }
+            ids.append(try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue))
+        }
+        return ids
+    }
+
     func post(_ text: String) async throws -> String {
         let poster = try spawn(
             ["nostr", "post", "--geohash", "u4pruy", "--relay", relayURL, "--pow", "8", text],
@@ -185,6 +198,18 @@ struct BridgeEndToEndTests {
     }
 }
 
+/// The message ids in a bridge's moderation log, once it holds at least `atLeast` records.
+func moderationRecords(_ world: World, _ bridge: String, atLeast: Int) async throws -> Set<String> {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while true {
+        let modlog = try world.spawn(["modlog", "--json", "--data-dir", "\(world.directory)/\(bridge)"], name: "modlog")
+        _ = try await modlog.waitForExit()
+        let ids = Set(modlog.stdoutLines.compactMap { try? JSONParser().parse($0)["message_id"]?.stringValue })
+        if ids.count >= atLeast || ContinuousClock.now > deadline { return ids }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+}
+
 @Suite("Bridge crash safety (storing relay)", .enabled(if: TestEnvironment.hasVenv), .serialized)
 struct BridgeCrashTests {
     @Test("kill -9 and restart: the relay's replay is not forwarded again; the stranger cache survives")
@@ -202,6 +227,9 @@ struct BridgeCrashTests {
         let channel = try await world.post("channel before the crash")
         _ = try await reader2.waitForLine("deposit downlinked") { $0.contains(first) }
         _ = try await reader2.waitForLine("post downlinked") { $0.contains(channel) }
+        // A burst from one key, so the moderation log has records to survive the crash.
+        _ = try await world.posts((1...8).map { "BUY CHEAP TICKETS \($0)" }, as: "burster")
+        let before = try await moderationRecords(world, "bridge-c", atLeast: 2)
 
         bridgeC.stop(signal: SIGKILL)
         // Same data directory, so the same peer ID: the reader does not report it as a new peer.
@@ -214,6 +242,9 @@ struct BridgeCrashTests {
         #expect(carriers(reader2, eventID: channel).count == 1)
         #expect(carriers(reader2, eventID: after).count == 1)
 
+        // The moderation log kept every record reported before the crash.
+        let survived = try await moderationRecords(world, "bridge-c", atLeast: before.count)
+        #expect(!before.isEmpty && before.isSubset(of: survived))
         // The stranger cache of the killed bridge opens and still knows the peers it met.
         let stats = try world.spawn(
             ["identities", "list", "--json", "--data-dir", "\(world.directory)/bridge-c"], name: "identities")
@@ -224,18 +255,6 @@ struct BridgeCrashTests {
 
 @Suite("Bridge judgement end to end", .enabled(if: TestEnvironment.hasVenv), .serialized)
 struct BridgeJudgementTests {
-    func posts(_ world: World, _ texts: [String], as user: String) async throws -> [String] {
-        var ids: [String] = []
-        for text in texts {
-            let poster = try world.spawn(
-                ["nostr", "post", "--geohash", "u4pruy", "--relay", world.relayURL, "--pow", "8", "--nickname", user, text],
-                environment: ["BRIDGE_DATA_DIR": "\(world.directory)/phone-\(user)"], name: "post-\(user)")
-            let line = try await poster.waitForLine("post by \(user)") { $0.contains("\"published\"") }
-            ids.append(try #require(try JSONParser().parse(line)["event"]?["id"]?.stringValue))
-        }
-        return ids
-    }
-
     @Test("a flood and a 4-identity copy swarm are hidden and logged with rule and figures; shadow mode logs the same and hides nothing",
           arguments: [false, true])
     func floodAndSwarm(shadow: Bool) async throws {
@@ -245,10 +264,10 @@ struct BridgeJudgementTests {
         _ = try await world.startBridge("gateway", island: island, extra: ["BRIDGE_SHADOW": shadow ? "on" : "off"])
         let reader = try await world.startReader("reader", island: island)
         try await world.waitForBridges(reader, count: 1)
-        let flood = try await posts(world, (1...10).map { "BUY CHEAP TICKETS NOW \($0)" }, as: "flooder")
+        let flood = try await world.posts((1...10).map { "BUY CHEAP TICKETS NOW \($0)" }, as: "flooder")
         var swarm: [String] = []
-        for i in 1...4 { swarm += try await posts(world, ["happy new year everyone"], as: "swarm\(i)") }
-        let barrier = try await posts(world, ["the stage opens at eight"], as: "organiser")
+        for i in 1...4 { swarm += try await world.posts(["happy new year everyone"], as: "swarm\(i)") }
+        let barrier = try await world.posts(["the stage opens at eight"], as: "organiser")
         _ = try await reader.waitForLine("the barrier") { $0.contains(barrier[0]) }
         try await Task.sleep(for: .seconds(2))
 
