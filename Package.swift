@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "WebSocketRuntime"]
         ),
-        .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport"]),
+        .testTarget(name: "BridgeEndToEndTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotStorage"]),
         .testTarget(
             name: "WebSocketRuntimeTests",
             dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]

@@ -62,6 +62,14 @@ public actor BridgeCoordinator {
     private let ownPeerID: MeshPeerID
     private var connectedRelays = 0
     public private(set) var failedPersists = 0
+    /// The operator lists last read successfully (at start or on SIGHUP), for the reload's change log.
+    private var lastReadablePolicy: OperatorLists?
+
+    public enum Limits {
+        /// Failed event-id writes between two log lines: a full disk fails every write, and one line per
+        /// forward would bury the log (and fill a journal on the same disk).
+        public static let persistFailureLogEvery = 100
+    }
 
     public init(
         router: BridgeRouter, mesh: MeshNode, relays: any BridgeRelayClient, recent: RecentEventStore,
@@ -80,6 +88,7 @@ public actor BridgeCoordinator {
         self.powBits = powBits
         self.logger = logger
         self.dependencies = dependencies
+        self.lastReadablePolicy = identities.operatorLists
     }
 
     /// Runs until `relayInputs` ends, the mesh node stops, or the task is cancelled.
@@ -175,24 +184,30 @@ public actor BridgeCoordinator {
 
     // MARK: Actions
 
+    /// Performs the router's actions in order.
+    ///
+    /// A `.remember` that cannot be written (SQLITE_FULL, I/O error) does **not** stop the forward that follows
+    /// it. Decision (operations issue, disk full): an operator whose disk filled up wants the festival's chat
+    /// to keep crossing; the in-memory loop guard still stops every repeat while this process runs, and the
+    /// only cost is that a restart *during* the outage may forward the relay's replay of those few events once
+    /// more (phones deduplicate by event id). Skipping would silence the bridge for as long as the disk is
+    /// full — a worse failure for the people on the mesh. Each failure is counted (`failedPersists`, metrics)
+    /// and logged, the first and then every ``Limits/persistFailureLogEvery``-th, so a full disk cannot flood
+    /// the log.
     private func perform(_ actions: [BridgeRouter.Action]) {
-        var skipNext = false
         for action in actions {
-            if skipNext {
-                skipNext = false
-                continue
-            }
             switch action {
             case .remember(let id, let role):
                 do {
                     try recent.record(id.bytes, as: role)
                 } catch {
-                    // Without the durable record a restart could forward twice: skip this forward, loudly.
                     failedPersists += 1
-                    logger.error("cannot record a forwarded event; not forwarding it", [
-                        ("event.id", .string(id.hex)), ("error", .string(error.description)),
-                    ])
-                    skipNext = true
+                    if failedPersists % Limits.persistFailureLogEvery == 1 || Limits.persistFailureLogEvery == 1 {
+                        logger.error("cannot record a forwarded event; forwarding it anyway (a restart now could repeat it)", [
+                            ("event.id", .string(id.hex)), ("error", .string(error.description)),
+                            ("disk_full", .bool(error.isDiskFull)), ("failures", .integer(Int64(failedPersists))),
+                        ])
+                    }
                 }
             case .publish(let event):
                 relays.publish(event)
@@ -250,6 +265,39 @@ public actor BridgeCoordinator {
         }
     }
 
+    // MARK: Operator
+
+    /// SIGHUP: installs the operator's lists read again from `policy.json` and logs what changed (keys added to
+    /// and removed from each list; public keys only). A file that cannot be read or parsed fails closed:
+    /// retention passes stop (``PeerIdentityCache/setOperatorLists(_:)`` with nil) and the last readable block
+    /// list stays in force, so an editing mistake never unblocks anyone. Returns the change, for tests.
+    @discardableResult
+    public func reloadPolicy(_ result: Result<OperatorLists, OperatorLists.LoadError>) -> PolicyChange? {
+        switch result {
+        case .failure(let error):
+            identities.setOperatorLists(nil)
+            logger.error("policy reload failed; retention passes held, the last readable block list stays in force", [
+                ("error", .string(error.description)),
+            ])
+            return nil
+        case .success(let lists):
+            // Compared with the last readable lists (the ones whose block list stayed in force), not with
+            // the nil of a failed reload in between.
+            let change = PolicyChange(old: lastReadablePolicy ?? .empty, new: lists)
+            lastReadablePolicy = lists
+            identities.setOperatorLists(lists)
+            var metadata: [(String, JSONValue)] = [
+                ("policy.allow", .integer(Int64(lists.allowed.count))), ("policy.verify", .integer(Int64(lists.verified.count))),
+                ("policy.block", .integer(Int64(lists.blocked.count))),
+            ]
+            for (name, keys) in change.listed {
+                metadata.append((name, .array(keys.prefix(PolicyChange.Limits.keysLogged).map { .string($0.qualified) })))
+            }
+            logger.notice(change.isEmpty ? "policy reloaded; no change" : "policy reloaded", metadata)
+            return change
+        }
+    }
+
     // MARK: Observability
 
     /// Counters for metrics and tests.
@@ -296,5 +344,42 @@ public actor BridgeCoordinator {
             ("mesh.peers", .integer(Int64(peerNoiseKeys.count))),
             ("downlinks.pending", .integer(Int64(router.pendingDownlinks))),
         ])
+    }
+}
+
+/// What a policy reload changed, list by list.
+public struct PolicyChange: Equatable, Sendable {
+    public enum Limits {
+        /// Keys named per list in the reload's log line (the counts are always complete): a 10,000-key file
+        /// must not become one enormous line.
+        public static let keysLogged = 50
+    }
+
+    public var blockAdded: [IdentityKey]
+    public var blockRemoved: [IdentityKey]
+    public var allowAdded: [IdentityKey]
+    public var allowRemoved: [IdentityKey]
+    public var verifyAdded: [IdentityKey]
+    public var verifyRemoved: [IdentityKey]
+
+    public init(old: OperatorLists, new: OperatorLists) {
+        func sorted(_ keys: Set<IdentityKey>) -> [IdentityKey] { keys.sorted { $0.qualified < $1.qualified } }
+        blockAdded = sorted(new.blocked.subtracting(old.blocked))
+        blockRemoved = sorted(old.blocked.subtracting(new.blocked))
+        allowAdded = sorted(new.allowed.subtracting(old.allowed))
+        allowRemoved = sorted(old.allowed.subtracting(new.allowed))
+        verifyAdded = sorted(new.verified.subtracting(old.verified))
+        verifyRemoved = sorted(old.verified.subtracting(new.verified))
+    }
+
+    public var isEmpty: Bool { listed.isEmpty }
+
+    /// Non-empty changes as (log key, keys).
+    var listed: [(String, [IdentityKey])] {
+        [
+            ("policy.block.added", blockAdded), ("policy.block.removed", blockRemoved),
+            ("policy.allow.added", allowAdded), ("policy.allow.removed", allowRemoved),
+            ("policy.verify.added", verifyAdded), ("policy.verify.removed", verifyRemoved),
+        ].filter { !$0.1.isEmpty }
     }
 }

@@ -13,6 +13,7 @@ import NostrRelay
 import RelayDirectory
 import SpamFilter
 import VirtualRadio
+import Synchronization
 import WebSocketRuntime
 
 #if canImport(Glibc)
@@ -78,6 +79,18 @@ struct BridgeRuntime: Sendable {
     let status: StatusBoard
     let server: LoopbackHTTPServer?
     let startedAt: ContinuousClock.Instant
+    /// `<data-dir>/policy.json`, read again on SIGHUP.
+    let policyPath: String
+    let databasePath: String
+
+    enum Limits {
+        /// How long the signed leave may take to reach the mesh before the link closes (one radio frame
+        /// round; the 5 s stop budget of the operations issue has room for it).
+        static let leaveGrace: Duration = .milliseconds(200)
+        /// Operations issue: SIGTERM/SIGINT stop within 5 s. Past this the process logs and exits 1 rather
+        /// than hang under a supervisor that would SIGKILL it mid-write.
+        static let stopDeadline: Duration = .seconds(5)
+    }
 
     static func start(config: BridgeConfiguration, logger: Logger) throws(CommandExit) -> BridgeRuntime {
         let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
@@ -88,6 +101,7 @@ struct BridgeRuntime: Sendable {
             throw .failure(error.description)
         }
         let databasePath = FileIO.join(dataDirectory, "bridge.sqlite3")
+        let policyPath = FileIO.join(dataDirectory, "policy.json")
         let recent: RecentEventStore
         let identities: PeerIdentityCache
         do {
@@ -99,7 +113,7 @@ struct BridgeRuntime: Sendable {
         }
         chmod(databasePath, 0o600)
         do {
-            identities.setOperatorLists(try OperatorLists.load(path: FileIO.join(dataDirectory, "policy.json")))
+            identities.setOperatorLists(try OperatorLists.load(path: policyPath))
         } catch {
             // Fail closed: retention passes wait until the policy can be read.
             logger.error("policy file unreadable; retention passes are held", [("error", .string(error.description))])
@@ -218,7 +232,7 @@ struct BridgeRuntime: Sendable {
         }
         return BridgeRuntime(
             pool: pool, node: node, transport: transport, coordinator: coordinator, logger: logger, status: status,
-            server: server, startedAt: .now)
+            server: server, startedAt: .now, policyPath: policyPath, databasePath: databasePath)
     }
 
     /// Operator relays plus, with the directory on, the 5 nearest to the channel and to each cell of the
@@ -238,15 +252,26 @@ struct BridgeRuntime: Sendable {
         return urls
     }
 
-    /// Runs until SIGINT/SIGTERM: then sends a signed leave, closes the relays and the mesh link.
+    /// Runs until SIGINT/SIGTERM: then stops intake, sends a signed leave, closes the relays and the mesh
+    /// link, and checkpoints the database (the WAL folded into the main file and truncated), all within
+    /// ``Limits/stopDeadline``. SIGHUP reloads the operator's policy lists (`policy.json`); the relay list
+    /// and every other setting need a restart (documented in the README).
     func runUntilStopped() async -> Int32 {
         let (inputs, continuation) = AsyncStream.makeStream(of: BridgeRelayInput.self, bufferingPolicy: .bufferingNewest(1024))
         let stopped = AsyncStream.makeStream(of: Void.self)
-        let signals = SignalHandler(ProcessSignal.termination) { signal in
+        let stopWatch = StopWatch()
+        let signals = SignalHandler(ProcessSignal.termination) { [logger] signal in
             logger.notice("stopping", [("signal", .string(signal.name))])
+            stopWatch.begin(deadline: Limits.stopDeadline, logger: logger)
             stopped.continuation.finish()
         }
         defer { signals.cancel() }
+        let hangups = SignalHandler([.hangup]) { [coordinator, policyPath, logger] _ in
+            logger.notice("reloading the policy", [("signal", .string("SIGHUP")), ("policy.path", .string(policyPath))])
+            let result = Result { () throws(OperatorLists.LoadError) -> OperatorLists in try OperatorLists.load(path: policyPath) }
+            Task { await coordinator.reloadPolicy(result) }
+        }
+        defer { hangups.cancel() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await pool.run() }
             group.addTask { await node.run() }
@@ -267,14 +292,58 @@ struct BridgeRuntime: Sendable {
             group.addTask { await publishStatus() }
             // The first task to end (normally the stop signal) stops the rest.
             await group.next()
+            continuation.finish()
             await node.submit(.sendLeave)
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await Task.sleep(for: Limits.leaveGrace)
             transport.close()
             group.cancelAll()
         }
         server?.stop()
-        logger.notice("stopped")
+        checkpointDatabase()
+        logger.notice("stopped", [("stop.ms", .integer(stopWatch.elapsedMilliseconds ?? 0))])
         return 0
+    }
+
+    /// Folds the WAL into the database file and truncates it, so the file alone is complete and a copy or a
+    /// backup taken after the stop needs nothing else. Failure (disk full) is logged; SQLite's WAL keeps the
+    /// data either way.
+    func checkpointDatabase() {
+        do {
+            let database = try SQLiteDatabase(path: databasePath)
+            try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            database.close()
+        } catch {
+            logger.error("database checkpoint at stop failed (the WAL keeps the data)", [("error", .string(error.description))])
+        }
+    }
+}
+
+/// Times the graceful stop and enforces its deadline from a thread of its own (the cooperative pool may be
+/// the thing that hangs).
+final class StopWatch: Sendable {
+    private let started = Mutex<ContinuousClock.Instant?>(nil)
+
+    func begin(deadline: Duration, logger: Logger) {
+        let first = started.withLock { started -> Bool in
+            guard started == nil else { return false }
+            started = .now
+            return true
+        }
+        guard first else { return }
+        _ = OwnerThread.detach {
+            let (seconds, attoseconds) = deadline.components
+            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) != 0 { request = remaining }
+            logger.error("graceful stop exceeded its deadline; exiting", [("deadline.ms", .integer(seconds * 1000))])
+            exit(1)
+        }
+    }
+
+    var elapsedMilliseconds: Int64? {
+        started.withLock { started in
+            started.map { let c = (ContinuousClock.now - $0).components; return c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000 }
+        }
     }
 }
 

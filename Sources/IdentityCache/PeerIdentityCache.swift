@@ -81,6 +81,8 @@ public final class PeerIdentityCache {
     private let logger: Logger
     /// nil while the operator's policy file is unreadable (and before it was first read): fail-closed.
     public private(set) var operatorLists: OperatorLists?
+    /// The block list of the last readable policy (kept while the file is unreadable: fail closed).
+    private var heldBlocks: Set<IdentityKey> = []
     /// Day of the last pass in this process (not persisted: after a start, age removals wait for a second day).
     public private(set) var lastPassDay: UTCDay?
     /// Strangers in the cache; nil until the first pass counts them (and again after a policy change).
@@ -94,7 +96,11 @@ public final class PeerIdentityCache {
 
     /// Installs the policy read from the operator's file, or nil when it could not be read (no pass runs until a
     /// readable one arrives). The bridge calls this at start and on SIGHUP.
+    ///
+    /// While the policy is unreadable, the block list last read stays in force (``isBlocked(_:)``): an editing
+    /// mistake in the file must never unblock anyone.
     public func setOperatorLists(_ lists: OperatorLists?) {
+        if let lists { heldBlocks = lists.blocked } else if let operatorLists { heldBlocks = operatorLists.blocked }
         if lists == nil, operatorLists != nil {
             logger.info("operator policy unreadable: retention passes stop until it can be read", [("identity.policy", .string("unreadable"))])
         }
@@ -118,7 +124,7 @@ public final class PeerIdentityCache {
 
     /// True when the operator blocked `key` (on its row or in the policy file). Blocked keys are never bridged.
     public func isBlocked(_ key: IdentityKey) throws(IdentityStoreError) -> Bool {
-        if operatorLists?.blocked.contains(key) == true { return true }
+        if (operatorLists?.blocked ?? heldBlocks).contains(key) { return true }
         return try store.record(key)?.annotations.blocked == true
     }
 

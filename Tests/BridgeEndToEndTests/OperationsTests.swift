@@ -1,0 +1,185 @@
+import BotStorage
+import BotSupport
+import BridgeTestSupport
+import Foundation
+import Testing
+
+/// Operations end to end (issue 8): SIGHUP policy reload, graceful stop, a full disk. Real processes on
+/// loopback, as in ``BridgeEndToEndTests``.
+extension World {
+    /// One post by `user` (a key kept in the user's data directory); returns (event id, author pubkey hex).
+    func postWithKey(_ text: String, as user: String) async throws -> (id: String, pubkey: String) {
+        let poster = try spawn(
+            ["nostr", "post", "--geohash", "u4pruy", "--relay", relayURL, "--pow", "8", "--nickname", user, text],
+            environment: ["BRIDGE_DATA_DIR": "\(directory)/phone-\(user)"], name: "post-\(user)")
+        let line = try await poster.waitForLine("post by \(user)") { $0.contains("\"published\"") }
+        let event = try JSONParser().parse(line)["event"]
+        return (try #require(event?["id"]?.stringValue), try #require(event?["pubkey"]?.stringValue))
+    }
+}
+
+/// `PRAGMA integrity_check` of the bridge database in `dataDirectory`, and the number of remembered event ids.
+func databaseCheck(_ dataDirectory: String) throws -> (integrity: String, recentEvents: Int64) {
+    let database = try SQLiteDatabase(path: "\(dataDirectory)/bridge.sqlite3")
+    defer { database.close() }
+    let integrity = try database.prepare("PRAGMA integrity_check").query { $0.text(0) }.joined(separator: "; ")
+    let count = try database.prepare("SELECT count(*) FROM recent_events").query { $0.int64(0) }.first ?? -1
+    return (integrity, count)
+}
+
+/// Runs a system command synchronously (mount/umount); returns its exit status.
+@discardableResult
+func system(_ executable: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return -1 }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// True when this process may mount a tmpfs (root, `mount` present): the disk-full test needs one.
+let canMountTmpfs: Bool = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
+
+@Suite("Bridge operations end to end (signals, disk full)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+struct BridgeOperationsTests {
+    @Test("SIGHUP reloads policy.json: a newly blocked key stops crossing; a malformed file keeps the block; unblocking lets it cross again")
+    func sighupReloadsPolicy() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        let bridge = try await world.startBridge("gateway", island: island)
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let policy = "\(world.directory)/gateway/policy.json"
+
+        let before = try await world.postWithKey("hello before the block", as: "mallory")
+        _ = try await reader.waitForLine("mallory's first post crosses") { $0.contains(before.id) }
+
+        // Block mallory and reload.
+        try Data(#"{"block": ["nostr:\#(before.pubkey)"]}"#.utf8).write(to: URL(fileURLWithPath: policy))
+        kill(bridge.pid, SIGHUP)
+        let reloaded = try await bridge.waitForLine(stderr: true, "policy reloaded") {
+            $0.contains("\"policy reloaded\"") && $0.contains(before.pubkey)
+        }
+        #expect(reloaded.contains("policy.block.added"))
+        let blocked = try await world.postWithKey("hello while blocked", as: "mallory")
+        #expect(blocked.pubkey == before.pubkey)
+
+        // A malformed file: the reload fails closed, the block stays.
+        try Data(#"{"block": ["#.utf8).write(to: URL(fileURLWithPath: policy))
+        kill(bridge.pid, SIGHUP)
+        _ = try await bridge.waitForLine(stderr: true, "failed reload") { $0.contains("policy reload failed") }
+        let stillBlocked = try await world.postWithKey("hello after a bad edit", as: "mallory")
+        let barrier = try await world.postWithKey("the stage opens at eight", as: "organiser")
+        _ = try await reader.waitForLine("the barrier") { $0.contains(barrier.id) }
+
+        // Unblock: mallory crosses again.
+        try Data(#"{}"#.utf8).write(to: URL(fileURLWithPath: policy))
+        kill(bridge.pid, SIGHUP)
+        _ = try await bridge.waitForLine(stderr: true, "unblocking reload") { $0.contains("policy.block.removed") }
+        let after = try await world.postWithKey("hello after the unblock", as: "mallory")
+        _ = try await reader.waitForLine("mallory crosses again") { $0.contains(after.id) }
+        try await Task.sleep(for: .seconds(2))  // longest downlink hold: a late carrier of a blocked post
+
+        #expect(carriers(reader, eventID: blocked.id).isEmpty)
+        #expect(carriers(reader, eventID: stillBlocked.id).isEmpty)
+        #expect(carriers(reader, eventID: before.id).count == 1 && carriers(reader, eventID: after.id).count == 1)
+        let hidden = bridge.stderrLines.filter { $0.contains("\"hidden\"") && $0.contains("\"blocked\"") }
+        #expect(hidden.contains { $0.contains(blocked.id) } && hidden.contains { $0.contains(stillBlocked.id) })
+        #expect(bridge.isRunning)
+    }
+
+    @Test("SIGTERM under traffic: exit 0 within the stop deadline, a signed leave on the mesh, the database checkpointed and intact")
+    func gracefulStop() async throws {
+        let world = World()
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        let bridge = try await world.startBridge("gateway", island: island)
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let bridgePeer = try #require(
+            reader.stdoutLines.compactMap { try? JSONParser().parse($0) }.first { $0["event"] == .string("peer") }?["peerID"]?.stringValue)
+
+        // Traffic: posts crossing while the stop arrives.
+        let first = try await world.post("traffic 1")
+        _ = try await reader.waitForLine("traffic crosses") { $0.contains(first) }
+        let traffic = Task { for i in 2...6 { _ = try? await world.post("traffic \(i)") } }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        kill(bridge.pid, SIGTERM)
+        let status = try await bridge.waitForExit(timeout: .seconds(10))
+        let elapsed = ContinuousClock.now - started
+        await traffic.value
+        print("graceful stop under traffic: \(elapsed) from SIGTERM to exit (deadline 5 s)")
+        #expect(status == 0, "\(bridge.transcript)")
+        #expect(bridge.stderrLines.contains { $0.contains("\"stopped\"") && $0.contains("stop.ms") })
+        _ = try await reader.waitForLine("the bridge's leave") {
+            $0.contains("\"peerLost\"") && $0.contains(bridgePeer) && $0.contains("\"leave\"")
+        }
+        let check = try databaseCheck("\(world.directory)/gateway")
+        #expect(check.integrity == "ok")
+        #expect(check.recentEvents >= 1)
+        // Checkpointed at stop: the database file alone holds everything.
+        let wal = (try? FileManager.default.attributesOfItem(atPath: "\(world.directory)/gateway/bridge.sqlite3-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0)
+    }
+
+    @Test("disk full (tiny tmpfs): clear errors, no crash, forwarding continues, no corruption after space returns",
+          .enabled(if: canMountTmpfs))
+    func diskFull() async throws {
+        let world = World()
+        let mountPoint = "\(world.directory)/tmpfs"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try #require(system("/bin/mount", ["-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mountPoint]) == 0)
+        defer {
+            for process in world.processes { process.stop(signal: SIGKILL) }
+            system("/bin/umount", ["-l", mountPoint])
+        }
+        let dataDirectory = "\(mountPoint)/gateway"
+        try await world.startRelay()
+        let island = try await world.startIsland()
+        let bridge = try await world.startBridge("gateway", island: island, extra: ["BRIDGE_DATA_DIR": dataDirectory])
+        let reader = try await world.startReader("reader", island: island)
+        try await world.waitForBridges(reader, count: 1)
+        let first = try await world.post("before the disk fills")
+        _ = try await reader.waitForLine("first post") { $0.contains(first) }
+
+        // Fill the file system to the last byte.
+        let filler = "\(mountPoint)/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(fd >= 0)
+        let chunk = [UInt8](repeating: 0x5a, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        var single: UInt8 = 0
+        while write(fd, &single, 1) > 0 {}
+        #expect(errno == ENOSPC)
+        close(fd)
+
+        // Forwarding continues while nothing can be written (new users: the stranger cache writes too;
+        // a burst: the moderation log writes too).
+        var whileFull: [String] = []
+        for i in 1...3 { whileFull.append(try await world.postWithKey("while the disk is full \(i)", as: "user\(i)").id) }
+        _ = try await world.posts((1...8).map { "BUY CHEAP TICKETS \($0)" }, as: "burster")
+        for id in whileFull { _ = try await reader.waitForLine("post while full") { $0.contains(id) } }
+        #expect(bridge.isRunning)
+        let errors = bridge.stderrLines.filter { $0.contains("\"disk_full\":true") || $0.contains("database or disk is full") }
+        print("disk full: \(errors.count) error line(s) logged, \(bridge.stderrLines.count) lines in all")
+        #expect(bridge.stderrLines.contains { $0.contains("cannot record a forwarded event; forwarding it anyway") && $0.contains("\"disk_full\":true") },
+                "\(bridge.transcript)")
+
+        // Space returns: forwards are recorded again; the stop is clean; the database is intact.
+        try FileManager.default.removeItem(atPath: filler)
+        let after = try await world.post("after space returns")
+        _ = try await reader.waitForLine("post after space returns") { $0.contains(after) }
+        try await Task.sleep(for: .seconds(2))  // longest downlink hold
+        for id in whileFull + [first, after] { #expect(carriers(reader, eventID: id).count == 1) }
+        kill(bridge.pid, SIGTERM)
+        #expect(try await bridge.waitForExit(timeout: .seconds(10)) == 0)
+        let check = try databaseCheck(dataDirectory)
+        #expect(check.integrity == "ok")
+        #expect(check.recentEvents >= 2)  // `first` and `after` (the ones while full were not written)
+    }
+}
