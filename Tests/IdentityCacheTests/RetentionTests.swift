@@ -262,3 +262,23 @@ struct RetentionTests {
         #expect(try cache.annotate(try nostrKey(1)) { $0.petname = petname }?.annotations.petname?.utf8.count == Annotations.Limits.maxPetnameBytes)
     }
 }
+
+@Suite("Operator policy reload")
+struct PolicyReloadTests {
+    @Test(arguments: StoreKind.allCases)
+    func anUnreadablePolicyKeepsTheLastBlockListAndHoldsPasses(kind: StoreKind) throws {
+        let store = try kind.make()
+        let cache = PeerIdentityCache(store: store, logger: quietLogger)
+        #expect(try !cache.isBlocked(try nostrKey(1)))
+        cache.setOperatorLists(OperatorLists(blocked: [try nostrKey(1)]))
+        #expect(try cache.isBlocked(try nostrKey(1)))
+        cache.setOperatorLists(nil)  // a failed reload
+        #expect(cache.operatorLists == nil)
+        #expect(try cache.isBlocked(try nostrKey(1)), "an editing mistake never unblocks")
+        #expect(try !cache.isBlocked(try nostrKey(2)))
+        let result = try cache.recordSighting(try nostrSighting(9), now: at(0))
+        #expect(result.pass == nil, "no retention pass while the policy is unreadable")
+        cache.setOperatorLists(.empty)  // readable again, key 1 removed
+        #expect(try !cache.isBlocked(try nostrKey(1)))
+    }
+}
