@@ -124,6 +124,8 @@ public actor BridgeCoordinator {
         let now = dependencies.unixNow()
         switch input {
         case .event(let event):
+            // Debug level: the soak scripts count what the relays delivered from this line.
+            logger.debug("relay event", [("event.id", .string(event.id.hex))])
             recordSighting(try? .nostr(pubkey: event.pubkey.bytes, nickname: event.firstTag("n").flatMap { $0.count > 1 ? $0[1] : nil }))
             let actions = router.relayEvent(event, now: now, random: dependencies.unitRandom(), judge: judge)
             perform(actions)
