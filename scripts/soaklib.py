@@ -162,7 +162,13 @@ class World:
     def close(self, keep=False):
         for p in reversed(self.procs):
             p.kill()
-        if not keep:
+        if keep:
+            for i, p in enumerate(self.procs):
+                for key in ("out", "err"):
+                    with open(f"{self.dir}/{i:03d}-{p.name}.{key}.log", "w") as f:
+                        f.write("\n".join(p.snapshot(key)) + "\n")
+            print(f"kept {self.dir} (logs: NNN-<process>.out/err.log)")
+        else:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -175,6 +181,24 @@ def carriers(reader):
             if eid:
                 counts[eid] = counts.get(eid, 0) + 1
     return counts
+
+
+def metrics(port):
+    """The bridge's /metrics as {series: value} (empty when unreachable)."""
+    import urllib.request
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            try:
+                out[name] = float(value)
+            except ValueError:
+                pass
+    return out
 
 
 def common_args(parser):
