@@ -40,8 +40,15 @@ func system(_ executable: String, _ arguments: [String]) -> Int32 {
     return process.terminationStatus
 }
 
-/// True when this process may mount a tmpfs (root, `mount` present): the disk-full test needs one.
-let canMountTmpfs: Bool = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
+/// True when this process can mount a tmpfs (root with CAP_SYS_ADMIN, `mount` present), probed once with a
+/// real mount and unmount: the disk-full test needs one and is skipped elsewhere (e.g. an unprivileged CI).
+let canMountTmpfs: Bool = {
+    guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/bin/mount") else { return false }
+    let probe = TestEnvironment.temporaryDirectory("tmpfs-probe")
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    guard system("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]) == 0 else { return false }
+    return system("/bin/umount", [probe]) == 0
+}()
 
 @Suite("Bridge operations end to end (signals, disk full)", .enabled(if: TestEnvironment.hasVenv), .serialized)
 struct BridgeOperationsTests {
