@@ -97,7 +97,6 @@ struct BridgeRuntime: Sendable {
         } catch {
             throw .failure("database \(databasePath): \(error)")
         }
-        chmod(databasePath, 0o600)
         do {
             identities.setOperatorLists(try OperatorLists.load(path: FileIO.join(dataDirectory, "policy.json")))
         } catch {
