@@ -399,8 +399,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StartDiscovery") { [unowned self] result in
                 if case .failure(let error) = result, error.name != BlueZNames.errorInProgress {
                     logger.warning("StartDiscovery failed", [("error", .string(error.description))])
-                } else {
+                } else if attempts.isEmpty {
                     discovering = true
+                } else {
+                    // A connect started while this call was in flight: it needs discovery off (see `connect`).
+                    bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { _ in }
                 }
             }
         }
@@ -621,10 +624,29 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         bus.callAsync(BlueZNames.service, link.device, BlueZNames.device, "Disconnect") { _ in }
     }
 
+    /// Connects after stopping our discovery. The kernel (6.1, hci_sync) starts a pending LE connection only
+    /// once an active discovery has ended, i.e. after its full LE window (10.24 s): measured in the testbed as
+    /// a 10 s gap between Device1.Connect and HCI LE Create Connection. Discovery resumes when no attempt is
+    /// left (`resumeDiscoveryIfIdle`).
     private func connect(_ device: String, now: UInt64) {
         table.connectStarted(device, now: now)
         attempts[device] = .connecting
         logger.info("connecting", [("device", .string(device))])
+        guard discovering else { return sendConnect(device) }
+        discovering = false
+        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { [unowned self] result in
+            if case .failure(let error) = result { logger.debug("StopDiscovery failed", [("error", .string(error.description))]) }
+            guard case .connecting = attempts[device] else { return }
+            sendConnect(device)
+        }
+    }
+
+    private func resumeDiscoveryIfIdle() {
+        guard options.central, setupState == .done, bluezPresent, !discovering, attempts.isEmpty else { return }
+        startDiscovery()
+    }
+
+    private func sendConnect(_ device: String) {
         bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Connect", timeoutMs: Limits.connectTimeoutMs) { [unowned self] result in
             guard case .connecting = attempts[device] else { return }
             switch result {
@@ -668,6 +690,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                     return failAttempt(device, "StartNotify: \(error)")
                 }
                 attempts[device] = nil
+                resumeDiscoveryIfIdle()
                 let valueLength = mtu.map { max(20, $0 - 3) } ?? Limits.defaultValueLength
                 guard let link = table.linkUp(role: .central, device: device, mtu: valueLength, now: Self.nowMs()) else {
                     bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Disconnect") { _ in }
@@ -688,6 +711,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         logger.info("connect failed", [("device", .string(device)), ("reason", .string(reason)),
                                        ("retryMs", .integer(Int64(table.retryDelay(device, now: now))))])
         bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Disconnect") { _ in }
+        resumeDiscoveryIfIdle()
     }
 
     // MARK: bluetoothd restarts
