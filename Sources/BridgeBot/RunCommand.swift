@@ -111,7 +111,6 @@ struct BridgeRuntime: Sendable {
         } catch {
             throw .failure("database \(databasePath): \(error)")
         }
-        chmod(databasePath, 0o600)
         do {
             identities.setOperatorLists(try OperatorLists.load(path: policyPath))
         } catch {

@@ -155,6 +155,9 @@ public final class SQLiteIdentityStore: IdentityStore {
         }
     }
 
+    /// Keys per multi-row DELETE (2 parameters each; far below SQLite's 32,766-parameter limit).
+    private static let deleteChunk = 500
+
     private static func keyValues(_ key: IdentityKey) -> [SQLiteValue] {
         [.integer(Int64(key.kind.rawValue)), .blob(key.bytes)]
     }
@@ -274,10 +277,21 @@ public final class SQLiteIdentityStore: IdentityStore {
     public func delete(_ keys: [IdentityKey]) throws(IdentityStoreError) -> Int {
         try transaction { () throws(IdentityStoreError) in
             try sqlite { () throws(SQLiteError) in
+                // One statement per chunk of keys (row values): a cap pass deletes ~500 rows at once, and one
+                // statement walks the primary-key tree once per key instead of paying a statement per key.
                 var removed = 0
-                for key in keys {
-                    try deleteRecord.run(Self.keyValues(key))
+                var start = 0
+                while start < keys.count {
+                    let chunk = keys[start..<min(keys.count, start + Self.deleteChunk)]
+                    if chunk.count == 1 {
+                        try deleteRecord.run(Self.keyValues(chunk[chunk.startIndex]))
+                    } else {
+                        let placeholders = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
+                        try database.prepare("DELETE FROM identity_records WHERE (kind, key) IN (VALUES \(placeholders))")
+                            .run(chunk.flatMap(Self.keyValues))
+                    }
                     removed += database.changes
+                    start += Self.deleteChunk
                 }
                 return removed
             }
