@@ -89,7 +89,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     public let events: AsyncStream<MeshTransportEvent>
     private let continuation: AsyncStream<MeshTransportEvent>.Continuation
     private let inbox = Mutex(Inbox())
-    private let wake: (read: Int32, write: Int32)
+    private let wake: WakePipe
     private let finished = Atomic<Bool>(false)
     private let logger: Logger
     public let adapterName: String
@@ -148,20 +148,19 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             throw error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .setupFailed(error.description)
         }
         let adapter = try Self.chooseAdapter(objects, named: options.adapter)
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw .setupFailed("pipe: \(String(cString: strerror(errno)))") }
-        for fd in pipeFDs {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let wake: WakePipe
+        do {
+            wake = try WakePipe()
+        } catch {
+            throw .setupFailed(error.description)
         }
-        let wake = (read: pipeFDs[0], write: pipeFDs[1])
         let transport = BlueZTransport(bus: bus, adapter: adapter, options: options, wake: wake, logger: logger)
         try transport.startUp()
         transport.startThread()
         return transport
     }
 
-    private init(bus: SDBusConnection, adapter: String, options: Options, wake: (read: Int32, write: Int32), logger: Logger) {
+    private init(bus: SDBusConnection, adapter: String, options: Options, wake: WakePipe, logger: Logger) {
         self.bus = bus
         self.adapterPath = adapter
         self.adapterName = String(adapter.split(separator: "/").last ?? "")
@@ -174,11 +173,6 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         (events, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(Limits.eventBuffer))
     }
 
-    // The wake pipe lives as long as the object: send()/close() may poke it after the loop ended.
-    deinit {
-        Glibc.close(wake.read)
-        Glibc.close(wake.write)
-    }
 
     /// The BlueZ adapters in a GetManagedObjects answer, sorted (`/org/bluez/hci0`, …) with their Powered flag.
     static func adapters(_ objects: [String: [String: [String: DBusValue]]]) -> [(path: String, powered: Bool)] {
@@ -227,8 +221,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
 
     private func poke() {
         guard !finished.load(ordering: .sequentiallyConsistent) else { return }
-        var one: UInt8 = 1
-        _ = Glibc.write(wake.write, &one, 1)
+        wake.poke()
     }
 
     private func emit(_ event: MeshTransportEvent) {
@@ -435,14 +428,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 tick(now: now)
             }
             _ = bus.processAll()
-            var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
+            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
             var timeout = Limits.tickMs
             if let usec = bus.timeoutUsec { timeout = min(timeout, Int32(min(usec / 1_000, UInt64(Limits.tickMs)))) }
             guard poll(&fds, 2, timeout) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                while Glibc.read(wake.read, &buffer, buffer.count) > 0 {}
-            }
+            if fds[0].revents != 0 { wake.drain() }
         }
         bus.flush()
         for link in table.reset() { emit(.linkDown(link.id)) }

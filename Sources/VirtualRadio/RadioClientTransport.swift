@@ -61,7 +61,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     public let events: AsyncStream<MeshTransportEvent>
     private let continuation: AsyncStream<MeshTransportEvent>.Continuation
     private let inbox = Mutex(Inbox())
-    private let wake: (read: Int32, write: Int32)
+    private let wake: WakePipe
     private let sockets: [(link: MeshLinkID, fd: Int32, mtu: Int)]
     private let dropped = Atomic<Int>(0)
     private let finished = Atomic<Bool>(false)
@@ -90,7 +90,11 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
 
     private init(sockets: [(MeshLinkID, Int32, Int)]) throws(RadioError) {
         self.sockets = sockets.map { (link: $0.0, fd: $0.1, mtu: $0.2) }
-        wake = try Socket.wakePipe()
+        do {
+            wake = try WakePipe()
+        } catch {
+            throw .system(call: "pipe", errno: error.code)
+        }
         (events, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(Limits.eventBuffer))
     }
 
@@ -109,8 +113,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
 
     private func poke() {
         guard !finished.load(ordering: .sequentiallyConsistent) else { return }
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
+        wake.poke()
     }
 
     private func emit(_ event: MeshTransportEvent) {
@@ -145,12 +148,12 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
                 if closeDeadline == nil { closeDeadline = now + Limits.closeFlushMs }
                 if open.allSatisfy({ $0.outbox.isEmpty }) || now >= (closeDeadline ?? now) { break }
             }
-            var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             for socket in open {
                 fds.append(pollfd(fd: socket.fd, events: Int16(POLLIN) | (socket.outbox.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
             guard poll(&fds, nfds_t(fds.count), closing ? 50 : 1_000) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 { Socket.drain(wake.read) }
+            if fds[0].revents != 0 { wake.drain() }
             var gone: [Int] = []
             for index in open.indices {
                 let revents = fds[index + 1].revents
@@ -179,12 +182,6 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         continuation.finish()
     }
 
-    // The wake pipe lives as long as the object: send()/close() may still poke it after the loop ended, and a
-    // closed descriptor number could by then belong to another file.
-    deinit {
-        Glibc.close(wake.read)
-        Glibc.close(wake.write)
-    }
 
     private static func monotonicMs() -> Int {
         var spec = timespec()

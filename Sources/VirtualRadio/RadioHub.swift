@@ -1,3 +1,4 @@
+import BotSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +47,7 @@ public final class RadioHub: @unchecked Sendable {
     public let port: UInt16
     public let configuration: Configuration
     private let listenFD: Int32
-    private let wake: (read: Int32, write: Int32)
+    private let wake: WakePipe
     private let stopped = Atomic<Bool>(false)
     private let statsBox = Mutex(Stats())
     private let log: @Sendable (String, [(String, String)]) -> Void
@@ -64,10 +65,10 @@ public final class RadioHub: @unchecked Sendable {
         self.configuration = configuration
         self.log = log
         do {
-            wake = try Socket.wakePipe()
+            wake = try WakePipe()
         } catch {
             close(listener.fd)
-            throw error
+            throw .system(call: "pipe", errno: error.code)
         }
     }
 
@@ -76,8 +77,7 @@ public final class RadioHub: @unchecked Sendable {
     /// Asks the loop to close everything and return.
     public func stop() {
         stopped.store(true, ordering: .sequentiallyConsistent)
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
+        wake.poke()
     }
 
     /// The owner loop; returns after ``stop()``.
@@ -87,11 +87,9 @@ public final class RadioHub: @unchecked Sendable {
         defer {
             for connection in connections { close(connection.fd) }
             close(listenFD)
-            close(wake.read)
-            close(wake.write)
         }
         while !stopped.load(ordering: .sequentiallyConsistent) {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             for connection in connections {
                 let events = Int16(POLLIN) | (connection.outbox.isEmpty ? 0 : Int16(POLLOUT))
                 fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
@@ -101,7 +99,7 @@ public final class RadioHub: @unchecked Sendable {
                 log("hub.pollFailed", [("errno", String(errno))])
                 return
             }
-            if fds[1].revents != 0 { Socket.drain(wake.read) }
+            if fds[1].revents != 0 { wake.drain() }
             var closed = Set<Int>()
             for index in connections.indices {
                 let revents = fds[index + 2].revents

@@ -87,19 +87,6 @@ enum Socket {
     }
 
     /// A non-blocking pipe used to wake a poll() loop: (read end, write end).
-    static func wakePipe() throws(RadioError) -> (Int32, Int32) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw .system(call: "pipe", errno: errno) }
-        setNonBlocking(fds[0])
-        setNonBlocking(fds[1])
-        return (fds[0], fds[1])
-    }
-
-    static func drain(_ fd: Int32) {
-        var scratch = [UInt8](repeating: 0, count: 256)
-        while read(fd, &scratch, scratch.count) > 0 {}
-    }
-
     /// Reads what is available: nil on EOF or a hard error, [] when the read would block.
     static func readAvailable(_ fd: Int32) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 65_536)
