@@ -146,10 +146,7 @@ public struct AnnouncePayload: Sendable, Equatable {
         var unknown: [UnknownTLV] = []
         var reader = ByteReader(bytes)
         while reader.remaining >= 2 {
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.u8(.payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { _ in 1 })
             switch type {
             case TLV.nickname:
                 guard let text = decodeUTF8(value) else { throw .invalidUTF8(field: .nickname) }

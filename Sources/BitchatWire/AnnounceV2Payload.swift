@@ -50,10 +50,7 @@ public struct AnnounceV2Payload: Sendable, Equatable {
         var geohash: String?
         var reader = ByteReader(bytes)
         while !reader.isAtEnd {
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.u8(.payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { _ in 1 })
             switch type {
             case 0x01:
                 guard value.count == 4 else { throw .invalidLength(field: .payload, length: value.count) }

@@ -152,10 +152,7 @@ public struct FilePacketPayload: Sendable, Equatable {
         var content: [UInt8]?
         var reader = ByteReader(bytes)
         while !reader.isAtEnd {
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.uint(type == 0x04 ? 4 : 2, .payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { $0 == 0x04 ? 4 : 2 })
             switch type {
             case 0x01: name = decodeUTF8(value)
             case 0x02:

@@ -40,6 +40,15 @@ struct ByteReader {
         return Array(bytes[offset..<offset + count])
     }
 
+    /// One TLV element: a 1-byte type, a big-endian length of `lengthSize` bytes (chosen per type), the value.
+    /// A length that runs past the end is ``WireError/tlvOverrun(type:)``.
+    mutating func tlv(lengthSize: (UInt8) -> Int) throws(WireError) -> (type: UInt8, value: [UInt8]) {
+        let type = try u8(.payload)
+        let length = Int(try uint(lengthSize(type), .payload))
+        guard remaining >= length else { throw .tlvOverrun(type: type) }
+        return (type, try take(length, .payload))
+    }
+
     mutating func rest() -> [UInt8] {
         defer { offset = end }
         return offset < end ? Array(bytes[offset..<end]) : []

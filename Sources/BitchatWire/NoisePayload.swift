@@ -48,10 +48,7 @@ public struct PrivateMessagePayload: Sendable, Equatable {
         var content: String?
         var reader = ByteReader(bytes)
         while !reader.isAtEnd {
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.u8(.payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { _ in 1 })
             switch type {
             case 0x00: id = decodeUTF8(value)
             case 0x01: content = decodeUTF8(value)

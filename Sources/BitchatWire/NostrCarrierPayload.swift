@@ -71,10 +71,7 @@ public struct NostrCarrierPayload: Sendable, Equatable {
         var reader = ByteReader(bytes)
         while !reader.isAtEnd {
             guard reader.remaining >= 3 else { throw .trailingBytes(reader.remaining) }
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.uint(2, .payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { _ in 2 })
             switch type {
             case 0x01:
                 guard value.count == 1 else { throw .invalidLength(field: .direction, length: value.count) }

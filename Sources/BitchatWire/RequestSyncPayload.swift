@@ -69,10 +69,7 @@ public struct RequestSyncPayload: Sendable, Equatable {
         var fragmentIDs: [UInt64] = []
         var reader = ByteReader(bytes)
         while !reader.isAtEnd {
-            let type = try reader.u8(.payload)
-            let length = Int(try reader.uint(2, .payload))
-            guard reader.remaining >= length else { throw .tlvOverrun(type: type) }
-            let value = try reader.take(length, .payload)
+            let (type, value) = try reader.tlv(lengthSize: { _ in 2 })
             switch type {
             case 0x01:
                 guard value.count == 1 else { throw .invalidLength(field: .syncP, length: value.count) }
