@@ -18,6 +18,8 @@ public enum BridgeRelayInput: Sendable {
     case event(NostrEvent)
     /// How many relays are connected now.
     case connectedRelays(Int)
+    /// A relay answered `OK true` for this event (stored, or `duplicate:`): it is no longer a pending uplink.
+    case accepted(EventID)
 }
 
 /// Decides whether a message may cross: block list, spam filter, moderation log. Owned by the coordinator
@@ -50,6 +52,7 @@ public actor BridgeCoordinator {
     private nonisolated(unsafe) let recent: RecentEventStore
     private nonisolated(unsafe) let identities: PeerIdentityCache
     private nonisolated(unsafe) let judgement: any BridgeJudgement
+    private nonisolated(unsafe) let uplinkStore: UplinkStore?
     private let keys: BridgeKeys
     private let channel: String?
     private let powBits: Int
@@ -62,6 +65,10 @@ public actor BridgeCoordinator {
     private let ownPeerID: MeshPeerID
     private var connectedRelays = 0
     public private(set) var failedPersists = 0
+    /// Failed writes to the ``UplinkStore`` (the uplink is still published; only its durability is lost).
+    public private(set) var failedUplinkWrites = 0
+    /// Uplinks replayed from the store at start.
+    public private(set) var replayedUplinks = 0
     /// The operator lists last read successfully (at start or on SIGHUP), for the reload's change log.
     private var lastReadablePolicy: OperatorLists?
 
@@ -74,8 +81,9 @@ public actor BridgeCoordinator {
     public init(
         router: BridgeRouter, mesh: MeshNode, relays: any BridgeRelayClient, recent: RecentEventStore,
         identities: PeerIdentityCache, judgement: any BridgeJudgement, keys: BridgeKeys, powBits: Int,
-        logger: Logger, dependencies: Dependencies
+        logger: Logger, dependencies: Dependencies, uplinkStore: UplinkStore? = nil
     ) {
+        self.uplinkStore = uplinkStore
         self.router = router
         self.mesh = mesh
         self.relays = relays
@@ -93,6 +101,7 @@ public actor BridgeCoordinator {
 
     /// Runs until `relayInputs` ends, the mesh node stops, or the task is cancelled.
     public func run(relayInputs: AsyncStream<BridgeRelayInput>) async {
+        replayUplinks()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await input in relayInputs { await self.handle(input) }
@@ -132,6 +141,13 @@ public actor BridgeCoordinator {
         case .connectedRelays(let count):
             connectedRelays = count
             perform(router.relaysConnected(count > 0, now: now))
+        case .accepted(let id):
+            guard let uplinkStore else { return }
+            do {
+                if try uplinkStore.remove(id) { logger.debug("uplink acknowledged", [("event.id", .string(id.hex))]) }
+            } catch {
+                uplinkWriteFailed(error, id: id)
+            }
         }
     }
 
@@ -197,9 +213,13 @@ public actor BridgeCoordinator {
     /// and logged, the first and then every ``Limits/persistFailureLogEvery``-th, so a full disk cannot flood
     /// the log.
     private func perform(_ actions: [BridgeRouter.Action]) {
+        // The router remembers a forwarded uplink as published right before publishing it; its own presence
+        // comes without one and is not kept (re-sent on every connect anyway).
+        var rememberedPublished: EventID?
         for action in actions {
             switch action {
             case .remember(let id, let role):
+                if role == .published { rememberedPublished = id }
                 do {
                     try recent.record(id.bytes, as: role)
                 } catch {
@@ -212,6 +232,8 @@ public actor BridgeCoordinator {
                     }
                 }
             case .publish(let event):
+                if rememberedPublished == event.id { keepUntilAcknowledged(event) }
+                rememberedPublished = nil
                 relays.publish(event)
                 logger.info("published", [("event.id", .string(event.id.hex)), ("event.kind", .integer(Int64(event.kind)))])
             case .broadcast(let downlink, let id):
@@ -261,10 +283,91 @@ public actor BridgeCoordinator {
             let event = try mined.event.signed(with: key)
             router.recordOwnPublication(event.id)
             try recent.record(event.id.bytes, as: .published)
+            keepUntilAcknowledged(event)
             relays.publish(event)
         } catch {
             logger.warning("mirror uplink failed", [("error", .string("\(error)"))])
         }
+    }
+
+    // MARK: Durable uplinks
+
+    /// Writes `event` to the ``UplinkStore`` before it goes to the pool; deleted again at the first `OK true`.
+    private func keepUntilAcknowledged(_ event: NostrEvent) {
+        guard let uplinkStore else { return }
+        do {
+            let dropped = try uplinkStore.save(event)
+            if dropped > 0 {
+                logger.warning("uplink store full; oldest pending uplinks dropped", [
+                    ("dropped", .integer(Int64(dropped))), ("limit", .integer(Int64(UplinkStore.Limits.maxRows))),
+                ])
+            }
+        } catch {
+            uplinkWriteFailed(error, id: event.id)
+        }
+    }
+
+    private func uplinkWriteFailed(_ error: SQLiteError, id: EventID) {
+        failedUplinkWrites += 1
+        if failedUplinkWrites % Limits.persistFailureLogEvery == 1 || Limits.persistFailureLogEvery == 1 {
+            logger.error("uplink store write failed; the uplink is published but would not survive a stop", [
+                ("event.id", .string(id.hex)), ("error", .string(error.description)),
+                ("disk_full", .bool(error.isDiskFull)), ("failures", .integer(Int64(failedUplinkWrites))),
+            ])
+        }
+    }
+
+    /// Start: publishes the uplinks an earlier run left unacknowledged, oldest first, skipping the expired
+    /// (``UplinkStore/Limits/maxAgeSeconds``). The pool sends them as relays connect (or queues them, within
+    /// its per-relay bound); each stays in the store until a relay acknowledges it.
+    private func replayUplinks() {
+        guard let uplinkStore else { return }
+        let before = uplinkStore.counters
+        let events: [NostrEvent]
+        do {
+            events = try uplinkStore.pending(now: Int64(dependencies.unixNow()))
+        } catch {
+            logger.error("cannot read the uplink store; pending uplinks of the last run are not replayed", [
+                ("error", .string(error.description)),
+            ])
+            return
+        }
+        let after = uplinkStore.counters
+        for event in events {
+            router.recordOwnPublication(event.id)
+            try? recent.record(event.id.bytes, as: .published)
+            relays.publish(event)
+        }
+        replayedUplinks += events.count
+        if !events.isEmpty || after != before {
+            logger.notice("replaying pending uplinks", [
+                ("uplinks.replayed", .integer(Int64(events.count))),
+                ("uplinks.expired", .integer(Int64(after.expired - before.expired))),
+                ("uplinks.unreadable", .integer(Int64(after.unreadable - before.unreadable))),
+                ("event.ids", .array(events.prefix(PolicyChange.Limits.keysLogged).map { .string($0.id.hex) })),
+            ])
+        }
+    }
+
+    /// Graceful stop: writes the deposits the router still holds (no relay was connected) to the store; the
+    /// uplinks already handed to the pool are there since then. Returns how many uplinks are pending in the
+    /// store now (logged).
+    @discardableResult
+    public func flushUplinks() -> Int {
+        let held = router.drainQueuedUplinks()
+        guard let uplinkStore else {
+            if !held.isEmpty { logger.warning("no uplink store; held deposits are lost", [("uplinks", .integer(Int64(held.count)))]) }
+            return 0
+        }
+        for event in held {
+            try? recent.record(event.id.bytes, as: .published)
+            keepUntilAcknowledged(event)
+        }
+        let pending = (try? uplinkStore.count()) ?? -1
+        logger.notice("pending uplinks flushed to the queue store", [
+            ("uplinks.held", .integer(Int64(held.count))), ("uplinks.pending", .integer(Int64(pending))),
+        ])
+        return pending
     }
 
     // MARK: Operator
@@ -321,6 +424,8 @@ public actor BridgeCoordinator {
         }
         m.deposits = c["deposit.accepted"] ?? 0
         m.queueDepths = ["downlink": router.pendingDownlinks, "uplink": router.queuedUplinks]
+        if let stored = try? uplinkStore?.count() { m.queueDepths["uplink_store"] = stored }
+        if let uplinkStore { m.queueDrops["uplink_store"] = uplinkStore.counters.dropped + uplinkStore.counters.expired }
         m.queueDrops = ["downlink": c["downlink.drop.queue_full"] ?? 0, "uplink": c["deposit.drop.queue_full"] ?? 0]
         m.meshPeers = peerNoiseKeys.count
         m.strangerCacheEntries = identities.strangerCount ?? 0

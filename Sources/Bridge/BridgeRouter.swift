@@ -274,6 +274,18 @@ public struct BridgeRouter {
         return actions
     }
 
+    /// Graceful stop: the deposits held while no relay is connected, oldest first (the queue is empty
+    /// afterwards), for the caller to write to the ``UplinkStore``; each is recorded as published, as a
+    /// flush on reconnect would.
+    public mutating func drainQueuedUplinks() -> [NostrEvent] {
+        var drained: [NostrEvent] = []
+        for event in uplinks.drain() where loop.mayPublish(event.id, signer: event.pubkey) {
+            loop.recordPublished(event.id)
+            drained.append(event)
+        }
+        return drained
+    }
+
     // MARK: Mesh side
 
     /// A public message heard on the radio (signature verified by the mesh engine).

@@ -104,8 +104,10 @@ struct BridgeRuntime: Sendable {
         let policyPath = FileIO.join(dataDirectory, "policy.json")
         let recent: RecentEventStore
         let identities: PeerIdentityCache
+        let uplinkStore: UplinkStore
         do {
             recent = try RecentEventStore(database: SQLiteDatabase(path: databasePath))
+            uplinkStore = try UplinkStore(database: SQLiteDatabase(path: databasePath))
             identities = PeerIdentityCache(
                 store: try SQLiteIdentityStore(database: SQLiteDatabase(path: databasePath)), logger: logger.child("identities"))
         } catch {
@@ -201,7 +203,8 @@ struct BridgeRuntime: Sendable {
         let coordinator = BridgeCoordinator(
             router: router, mesh: node, relays: PoolClient(pool: pool), recent: recent, identities: identities,
             judgement: judgement, keys: keys, powBits: config.powBits, logger: logger,
-            dependencies: .init(unixNow: { WallClock.nowSeconds() }, unitRandom: { Double.random(in: 0..<1) }))
+            dependencies: .init(unixNow: { WallClock.nowSeconds() }, unitRandom: { Double.random(in: 0..<1) }),
+            uplinkStore: uplinkStore)
 
         let now = Int64(WallClock.nowSeconds())
         if config.gateway {
@@ -279,6 +282,8 @@ struct BridgeRuntime: Sendable {
                     switch event {
                     case .event(let e, _, _): continuation.yield(.event(e))
                     case .connected, .disconnected: continuation.yield(.connectedRelays(pool.connectedCount))
+                    case .ok(_, let id, true, _):
+                        if let id = try? EventID(hex: id) { continuation.yield(.accepted(id)) }
                     default: break
                     }
                 }
@@ -291,7 +296,9 @@ struct BridgeRuntime: Sendable {
             group.addTask { await publishStatus() }
             // The first task to end (normally the stop signal) stops the rest.
             await group.next()
+            // Stop intake, then flush the uplinks still held to the queue store before the relays close.
             continuation.finish()
+            await coordinator.flushUplinks()
             await node.submit(.sendLeave)
             try? await Task.sleep(for: Limits.leaveGrace)
             transport.close()
@@ -356,6 +363,7 @@ extension BridgeRuntime {
             for url in urls {
                 let stats = pool.stats(url)
                 metrics.relayReconnects[url] = max(0, (stats?.connects ?? 0) - 1)
+                metrics.relayStates[url] = pool.state(url)?.name ?? "closed"
             }
             let verifier = pool.verifierCounters
             metrics.eventsVerified = verifier.verified

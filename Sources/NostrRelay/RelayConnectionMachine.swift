@@ -147,3 +147,17 @@ public struct RelayConnectionMachine: Sendable {
         return (hadSocket ? [.abort] : []) + (wasConnected ? [.disconnected] : [])
     }
 }
+
+extension RelayConnectionMachine.State {
+    /// The state's name as operators see it (`/metrics`, status): `connecting` (also before the first
+    /// attempt), `open`, `backoff`, `failed` (permanently, until the late probe) or `closed` (stopped).
+    public var name: String {
+        switch self {
+        case .idle, .connecting: "connecting"
+        case .connected: "open"
+        case .backingOff: "backoff"
+        case .permanentlyFailed: "failed"
+        case .stopped: "closed"
+        }
+    }
+}

@@ -52,6 +52,8 @@ public final class RelayPool: Sendable {
     public func stats(_ url: String) -> RelayStats? { core.withLock { $0.stats(url) } }
     public var verifierCounters: EventVerifier.Counters { core.withLock { $0.verifierCounters } }
     public var connectedCount: Int { core.withLock { $0.connectedCount } }
+    /// The connection state of `url` now (nil for a relay not in the pool).
+    public func state(_ url: String) -> RelayConnectionMachine.State? { core.withLock { $0.state(url) } }
 
     public func publish(_ event: NostrEvent) { core.withLock { $0.publish(event) } }
 

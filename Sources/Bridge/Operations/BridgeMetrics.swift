@@ -8,6 +8,7 @@ public import BotSupport
 ///
 /// | metric | kind | labels |
 /// |---|---|---|
+/// | `bridge_relay_up` | gauge (1 = connected, 0 = not) | relay |
 /// | `bridge_relay_state` | gauge (1 for the current state) | relay, state |
 /// | `bridge_relay_reconnects_total` | counter | relay |
 /// | `bridge_events_received_total` | counter | — |
@@ -23,7 +24,7 @@ public import BotSupport
 /// | `bridge_moderation_log_records` | gauge | — |
 /// | `bridge_uptime_seconds` | gauge | — |
 public struct BridgeMetrics: Sendable, Equatable {
-    /// `relay URL → state name` (e.g. `connecting`, `open`, `backoff`).
+    /// `relay URL → state name` (one of ``relayStateNames``; `open` = connected).
     public var relayStates: [String: String] = [:]
     public var relayReconnects: [String: Int] = [:]
     public var eventsReceived = 0
@@ -55,13 +56,17 @@ public struct BridgeMetrics: Sendable, Equatable {
     }
 
     /// The states a relay can be reported in; every one is rendered (0 or 1) so dashboards see transitions.
-    public static let relayStateNames = ["connecting", "open", "backoff", "closed"]
+    public static let relayStateNames = ["connecting", "open", "backoff", "failed", "closed"]
 
     public init() {}
 
     public func snapshot() -> MetricsSnapshot {
         typealias Label = MetricsSnapshot.Label
         var s = MetricsSnapshot()
+        s.declare("bridge_relay_up", "1 while the relay connection is open, else 0.", kind: .gauge)
+        for relay in relayStates.keys.sorted() {
+            s.gauge("bridge_relay_up", "", labels: [Label("relay", relay)], relayStates[relay] == "open" ? 1 : 0)
+        }
         s.declare("bridge_relay_state", "Current state of each relay connection (1 = in this state).", kind: .gauge)
         for relay in relayStates.keys.sorted() {
             let current = relayStates[relay] ?? ""
