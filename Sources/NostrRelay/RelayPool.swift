@@ -55,6 +55,15 @@ public final class RelayPool: Sendable {
     /// The connection state of `url` now (nil for a relay not in the pool).
     public func state(_ url: String) -> RelayConnectionMachine.State? { core.withLock { $0.state(url) } }
 
+    /// See ``RelayPoolCore/setRelays(_:now:)``: closes removed relays, connects added ones (subscriptions
+    /// follow on connect); a bad URL throws and changes nothing.
+    @discardableResult
+    public func setRelays(_ urls: [String]) throws(WebSocketError) -> RelayPoolCore.RelayListChange {
+        let (change, reports) = try core.withLock { core throws(WebSocketError) in try core.setRelays(urls, now: .now) }
+        emit(reports)
+        return change
+    }
+
     public func publish(_ event: NostrEvent) { core.withLock { $0.publish(event) } }
 
     /// See ``RelayPoolCore/subscribe(id:filters:lookback:now:unixNow:)`` for the duplicate and replay rules.

@@ -175,6 +175,8 @@ public struct RelayPoolCore: Sendable {
     private var subscriptionOrder: [String] = []
     private var verifier: EventVerifier
     private var seen = BoundedSet<[UInt8]>(capacity: Limits.maxRememberedIDs)
+    /// Between ``start(now:)`` and ``stop()``: relays added by ``setRelays(_:now:)`` connect at once.
+    private var running = false
 
     public init(relayURLs: [String], configuration: Configuration, transport: any RelayTransport) throws(WebSocketError) {
         self.configuration = configuration
@@ -199,6 +201,7 @@ public struct RelayPoolCore: Sendable {
     // MARK: Commands
 
     public mutating func start(now: ContinuousClock.Instant) -> [RelayPoolEvent] {
+        running = true
         var out: [RelayPoolEvent] = []
         for index in relays.indices {
             let actions = relays[index].machine.start(now: now)
@@ -208,12 +211,58 @@ public struct RelayPoolCore: Sendable {
     }
 
     public mutating func stop() -> [RelayPoolEvent] {
+        running = false
         var out: [RelayPoolEvent] = []
         for index in relays.indices {
             let actions = relays[index].machine.stop()
             perform(actions, relay: index, now: .now, unixNow: 0, into: &out)
         }
         return out
+    }
+
+    /// What ``setRelays(_:now:)`` changed (normalized URLs, in list order).
+    public struct RelayListChange: Equatable, Sendable {
+        public var added: [String] = []
+        public var removed: [String] = []
+        public var isEmpty: Bool { added.isEmpty && removed.isEmpty }
+    }
+
+    /// Replaces the relay list (SIGHUP): relays not in `relayURLs` are closed and forgotten (their offline
+    /// queue and counters with them); new ones are appended and, while the pool runs, connect at once —
+    /// the live subscriptions are sent to them when they are up, as after any reconnect. Relays in both lists
+    /// keep their connection, queue and counters. Every URL is parsed before anything changes, so a bad
+    /// list throws and leaves the pool as it was.
+    public mutating func setRelays(_ relayURLs: [String], now: ContinuousClock.Instant)
+        throws(WebSocketError) -> (change: RelayListChange, events: [RelayPoolEvent])
+    {
+        var wanted: [WebSocketEndpoint] = []
+        var wantedURLs = Set<String>()
+        for url in relayURLs {
+            let endpoint = try WebSocketEndpoint(url: url)
+            if wantedURLs.insert(endpoint.description).inserted { wanted.append(endpoint) }
+        }
+        var change = RelayListChange()
+        var out: [RelayPoolEvent] = []
+        for index in relays.indices.reversed() where !wantedURLs.contains(relays[index].url) {
+            let url = relays[index].url
+            perform(relays[index].machine.stop(), relay: index, now: now, unixNow: 0, reason: "removed from the relay list",
+                    into: &out)
+            relays.remove(at: index)
+            // No EOSE can come from it any more.
+            for id in subscriptionOrder { eoseAnswered(id, relay: url, into: &out) }
+            change.removed.insert(url, at: 0)
+        }
+        for endpoint in wanted where !relays.contains(where: { $0.url == endpoint.description }) {
+            relays.append(Relay(url: endpoint.description, endpoint: endpoint,
+                                machine: RelayConnectionMachine(connectTimeout: configuration.connectTimeout,
+                                                                jitterUnit: configuration.jitterUnit)))
+            change.added.append(endpoint.description)
+            if running {
+                let index = relays.count - 1
+                perform(relays[index].machine.start(now: now), relay: index, now: now, unixNow: 0, into: &out)
+            }
+        }
+        return (change, out)
     }
 
     /// Sends to every connected relay; queues for the others (≤ 200 each, oldest dropped and counted).
