@@ -44,7 +44,7 @@ enum RunCommand {
             return
         }
         let logger = Logger(label: "bridge", level: config.logLevel)
-        let bridge = try BridgeRuntime.start(config: config, logger: logger)
+        let bridge = try BridgeRuntime.start(config: config, logger: logger, configPath: args.value("--config"))
         let code = try runBlocking { () async throws(CommandExit) -> Int32 in
             await bridge.runUntilStopped()
         }
@@ -82,6 +82,8 @@ struct BridgeRuntime: Sendable {
     /// `<data-dir>/policy.json`, read again on SIGHUP.
     let policyPath: String
     let databasePath: String
+    /// The `--config` file, read again (with the `BRIDGE_*` environment) for the relay list on SIGHUP.
+    let configPath: String?
 
     enum Limits {
         /// How long the signed leave may take to reach the mesh before the link closes (one radio frame
@@ -92,7 +94,7 @@ struct BridgeRuntime: Sendable {
         static let stopDeadline: Duration = .seconds(5)
     }
 
-    static func start(config: BridgeConfiguration, logger: Logger) throws(CommandExit) -> BridgeRuntime {
+    static func start(config: BridgeConfiguration, logger: Logger, configPath: String?) throws(CommandExit) -> BridgeRuntime {
         let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
         let keys: BridgeKeys
         do {
@@ -234,7 +236,7 @@ struct BridgeRuntime: Sendable {
         }
         return BridgeRuntime(
             pool: pool, node: node, transport: transport, coordinator: coordinator, logger: logger, status: status,
-            server: server, startedAt: .now, policyPath: policyPath, databasePath: databasePath)
+            server: server, startedAt: .now, policyPath: policyPath, databasePath: databasePath, configPath: configPath)
     }
 
     /// Operator relays plus, with the directory on, the 5 nearest to the channel and to each cell of the
@@ -256,8 +258,8 @@ struct BridgeRuntime: Sendable {
 
     /// Runs until SIGINT/SIGTERM: then stops intake, sends a signed leave, closes the relays and the mesh
     /// link, and checkpoints the database (the WAL folded into the main file and truncated), all within
-    /// ``Limits/stopDeadline``. SIGHUP reloads the operator's policy lists (`policy.json`); the relay list
-    /// and every other setting need a restart (documented in the README).
+    /// ``Limits/stopDeadline``. SIGHUP reloads the operator's policy lists (`policy.json`) and the relay list
+    /// (``reloadRelays()``); every other setting needs a restart (documented in the README).
     func runUntilStopped() async -> Int32 {
         let (inputs, continuation) = AsyncStream.makeStream(of: BridgeRelayInput.self, bufferingPolicy: .bufferingNewest(1024))
         let stopped = AsyncStream.makeStream(of: Void.self)
@@ -269,9 +271,10 @@ struct BridgeRuntime: Sendable {
         }
         defer { signals.cancel() }
         let hangups = SignalHandler([.hangup]) { [coordinator, policyPath, logger] _ in
-            logger.notice("reloading the policy", [("signal", .string("SIGHUP")), ("policy.path", .string(policyPath))])
+            logger.notice("reloading the policy and the relay list", [("signal", .string("SIGHUP")), ("policy.path", .string(policyPath))])
             let result = Result { () throws(OperatorLists.LoadError) -> OperatorLists in try OperatorLists.load(path: policyPath) }
             Task { await coordinator.reloadPolicy(result) }
+            reloadRelays()
         }
         defer { hangups.cancel() }
         await withTaskGroup(of: Void.self) { group in
@@ -308,6 +311,41 @@ struct BridgeRuntime: Sendable {
         checkpointDatabase()
         logger.notice("stopped", [("stop.ms", .integer(stopWatch.elapsedMilliseconds ?? 0))])
         return 0
+    }
+
+    /// SIGHUP: the relay list read again — the configuration file's `relays` and `BRIDGE_RELAYS` (which,
+    /// as at start, overrides the file), plus the directory's nearest relays when `relay_directory` is on —
+    /// and applied to the running pool (``RelayPool/setRelays(_:)``): added relays connect and get the
+    /// subscriptions, removed ones are closed, the others keep their connections. A configuration that no
+    /// longer reads (bad JSON, a bad URL, no relay left) keeps the current relays and logs one error; the
+    /// next good reload applies. Only the relay list is taken from the new file: the other settings still
+    /// need a restart (the reload logs none of them as changed).
+    func reloadRelays() {
+        let urls: [String]
+        do {
+            let config = try RunCommand.loadConfiguration(path: configPath)
+            urls = try Self.relayURLs(config)
+        } catch {
+            let message: String
+            switch error {
+            case .usage(let text), .failure(let text): message = text
+            case .clean: message = "no configuration"
+            }
+            logger.error("relay list reload failed; the current relays stay", [
+                ("config.path", configPath.map(JSONValue.string) ?? .null), ("error", .string(message)),
+            ])
+            return
+        }
+        do {
+            let change = try pool.setRelays(urls)
+            logger.notice(change.isEmpty ? "relays reloaded; no change" : "relays reloaded", [
+                ("relays.added", .array(change.added.map(JSONValue.string))),
+                ("relays.removed", .array(change.removed.map(JSONValue.string))),
+                ("relays", .array(pool.relayURLs.map(JSONValue.string))),
+            ])
+        } catch {
+            logger.error("relay list reload failed; the current relays stay", [("error", .string("\(error)"))])
+        }
     }
 
     /// Folds the WAL into the database file and truncates it, so the file alone is complete and a copy or a
