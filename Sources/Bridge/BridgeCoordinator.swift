@@ -69,6 +69,9 @@ public actor BridgeCoordinator {
     public private(set) var failedUplinkWrites = 0
     /// Uplinks replayed from the store at start.
     public private(set) var replayedUplinks = 0
+    /// Set by ``flushUplinks()``: inbound relay events and mesh actions are ignored from then on, so no
+    /// deposit can arrive after the flush and be lost with the process.
+    private var intakeStopped = false
     /// The operator lists last read successfully (at start or on SIGHUP), for the reload's change log.
     private var lastReadablePolicy: OperatorLists?
 
@@ -133,6 +136,7 @@ public actor BridgeCoordinator {
         let now = dependencies.unixNow()
         switch input {
         case .event(let event):
+            guard !intakeStopped else { return }
             // Debug level: the soak scripts count what the relays delivered from this line.
             logger.debug("relay event", [("event.id", .string(event.id.hex))])
             recordSighting(try? .nostr(pubkey: event.pubkey.bytes, nickname: event.firstTag("n").flatMap { $0.count > 1 ? $0[1] : nil }))
@@ -152,6 +156,7 @@ public actor BridgeCoordinator {
     }
 
     private func handle(_ action: MeshAction) {
+        guard !intakeStopped else { return }
         let now = dependencies.unixNow()
         switch action {
         case .peerVerified(let peer):
@@ -349,11 +354,12 @@ public actor BridgeCoordinator {
         }
     }
 
-    /// Graceful stop: writes the deposits the router still holds (no relay was connected) to the store; the
+    /// Graceful stop: stops intake, then writes the deposits the router still holds (no relay was connected) to the store; the
     /// uplinks already handed to the pool are there since then. Returns how many uplinks are pending in the
     /// store now (logged).
     @discardableResult
     public func flushUplinks() -> Int {
+        intakeStopped = true
         let held = router.drainQueuedUplinks()
         guard let uplinkStore else {
             if !held.isEmpty { logger.warning("no uplink store; held deposits are lost", [("uplinks", .integer(Int64(held.count)))]) }
