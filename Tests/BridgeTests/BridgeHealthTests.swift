@@ -32,7 +32,7 @@ struct BridgeHealthTests {
     func catalogue() throws {
         var m = BridgeMetrics()
         let empty = m.snapshot()
-        for name in ["bridge_relay_state", "bridge_events_rejected_total", "bridge_hidden_total", "bridge_queue_depth",
+        for name in ["bridge_relay_up", "bridge_relay_state", "bridge_events_rejected_total", "bridge_hidden_total", "bridge_queue_depth",
                      "bridge_moderation_log_records", "bridge_stranger_cache_evictions_total", "bridge_mesh_links"] {
             #expect(empty.family(name) != nil, "\(name)")
         }
@@ -43,6 +43,10 @@ struct BridgeHealthTests {
         #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "backoff")]) == 1)
         #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "open")]) == 0)
         #expect(s.family("bridge_relay_state")?.samples.first?.labels.first?.value == "wss://a")
+        #expect(s.value("bridge_relay_up", labels: [.init("relay", "wss://a")]) == 0)
+        #expect(s.value("bridge_relay_up", labels: [.init("relay", "wss://b")]) == 1)
+        // Every state is rendered, so a dashboard sees the transitions (failed = permanently failed).
+        #expect(s.family("bridge_relay_state")?.samples.count == 2 * BridgeMetrics.relayStateNames.count)
         #expect(s.value("bridge_hidden_total", labels: [.init("direction", "uplink"), .init("rule", "rate")]) == 4)
         // Round trip through the text format.
         #expect(try PrometheusText.parse(PrometheusText.render(s)) == s)

@@ -55,3 +55,16 @@ struct RelayListReloadTests {
         #expect(transport.state.withLock { $0.opened.count } == 2)
     }
 }
+
+@Suite("Relay connection state names (for /metrics)")
+struct RelayStateNameTests {
+    @Test("every machine state maps to one of the metric's state names")
+    func names() {
+        let t = ContinuousClock.now
+        let states: [(RelayConnectionMachine.State, String)] = [
+            (.idle, "connecting"), (.connecting(deadline: t), "connecting"), (.connected(since: t), "open"),
+            (.backingOff(until: t), "backoff"), (.permanentlyFailed(retryAt: t), "failed"), (.stopped, "closed"),
+        ]
+        for (state, name) in states { #expect(state.name == name) }
+    }
+}
