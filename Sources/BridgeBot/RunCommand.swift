@@ -256,7 +256,8 @@ struct BridgeRuntime: Sendable {
         return urls
     }
 
-    /// Runs until SIGINT/SIGTERM: then stops intake, sends a signed leave, closes the relays and the mesh
+    /// Runs until SIGINT/SIGTERM: then stops intake, flushes the pending uplinks to the queue store
+    /// (``BridgeCoordinator/flushUplinks()``), sends a signed leave, closes the relays and the mesh
     /// link, and checkpoints the database (the WAL folded into the main file and truncated), all within
     /// ``Limits/stopDeadline``. SIGHUP reloads the operator's policy lists (`policy.json`) and the relay list
     /// (``reloadRelays()``); every other setting needs a restart (documented in the README).
