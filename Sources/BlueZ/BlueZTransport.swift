@@ -104,11 +104,8 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     private var table: BlueZLinkTable
     private var notifying = false
     private var devices: [String: [String: DBusValue]] = [:]
-    /// True from our StartDiscovery's success until bluetoothd goes away.
-    private var discovering = false
-    /// Devices that bluetoothd reported from an advertisement (a signal carrying RSSI) while our discovery,
-    /// filtered by the bitchat service UUID, was running. See `candidates()` for why this counts.
-    private var seenByDiscovery: Set<String> = []
+    /// Connect candidates and discovery stop/resume around connects (see `CentralDiscovery`).
+    private var discovery: CentralDiscovery
     private var attempts: [String: Phase] = [:]
     private var centralCharacteristic: [String: MeshLinkID] = [:]
     private var linkCharacteristic: [MeshLinkID: String] = [:]
@@ -168,6 +165,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         self.wake = wake
         self.logger = logger
         self.table = BlueZLinkTable(configuration: options.links)
+        self.discovery = CentralDiscovery(adapterPath: adapter, serviceUUID: options.serviceUUID)
         self.tree = GattObjectTree(root: options.objectRoot + "/" + (adapter.split(separator: "/").last.map(String.init) ?? "hci"),
                                    serviceUUID: options.serviceUUID)
         (events, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(Limits.eventBuffer))
@@ -254,7 +252,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             guard let path = args.first?.stringValue, path.hasPrefix("/org/bluez/"), let ifaces = args.dropFirst().first?.dictionary else { return }
             if let device = ifaces[BlueZNames.device]?.dictionary {
                 deviceChanged(path, device, replace: true)
-                noteDiscovered(path, device)
+                discovery.deviceSignal(path, device)
             }
         }
         try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.objectManager, member: "InterfacesRemoved") { [unowned self] _, _, args in
@@ -262,14 +260,14 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 args.dropFirst().first?.stringArray?.contains(BlueZNames.device) == true
             else { return }
             devices[path] = nil
-            seenByDiscovery.remove(path)
+            discovery.deviceRemoved(path)
             deviceGone(path, reason: "removed")
         }
         try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.properties, member: "PropertiesChanged") { [unowned self] path, _, args in
             guard path.hasPrefix("/org/bluez/"), let iface = args.first?.stringValue, let changed = args.dropFirst().first?.dictionary else { return }
             if iface == BlueZNames.device {
                 deviceChanged(path, changed, replace: false)
-                noteDiscovered(path, changed)
+                discovery.deviceSignal(path, changed)
             } else if iface == BlueZNames.gattCharacteristic, let value = changed["Value"]?.bytesValue, let link = centralCharacteristic[path] {
                 receive(value, on: link)
             }
@@ -392,10 +390,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StartDiscovery") { [unowned self] result in
                 if case .failure(let error) = result, error.name != BlueZNames.errorInProgress {
                     logger.warning("StartDiscovery failed", [("error", .string(error.description))])
-                } else if attempts.isEmpty {
-                    discovering = true
-                } else {
-                    // A connect started while this call was in flight: it needs discovery off (see `connect`).
+                } else if discovery.startSucceeded(attemptsPending: !attempts.isEmpty) == .stopDiscovery {
                     bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { _ in }
                 }
             }
@@ -459,38 +454,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             }
         }
         guard options.central else { return }
-        for device in candidates() where table.shouldConnect(device, now: now) {
+        for device in discovery.candidates(devices) where table.shouldConnect(device, now: now) {
             connect(device, now: now)
         }
-    }
-
-    /// A signal carrying RSSI means bluetoothd just matched an advertisement of this device against the
-    /// discovery filter (RSSI is only set from advertising reports and cleared when discovery stops).
-    private func noteDiscovered(_ path: String, _ properties: [String: DBusValue]) {
-        guard discovering, properties["RSSI"]?.integerValue != nil, path.hasPrefix(adapterPath + "/dev_") else { return }
-        seenByDiscovery.insert(path)
-    }
-
-    /// Devices under our adapter that advertise the bitchat service, strongest first.
-    ///
-    /// A device counts when its `UUIDs`/`ServiceData` name the service, or when bluetoothd reported it from
-    /// an advertisement during our discovery (`seenByDiscovery`). The second rule is needed because BlueZ
-    /// (5.66, `device_add_eir_uuids`) ignores advertised UUIDs once a device object has resolved GATT services:
-    /// a phone that earlier connected to us as a central keeps `UUIDs` = its old GATT database until
-    /// bluetoothd expires the object (`TemporaryTimeout`, 30 s by default, restarted by every advertisement
-    /// it sees), so the UUID rule alone delayed the connect by ~55 s in the testbed. bluetoothd matches the
-    /// raw advertisement against our UUID filter before it reports it, so this is still filtered by the
-    /// service; the only false positive is another client's broader discovery running at the same time,
-    /// which costs one failed connect ("no bitchat characteristic") and then the link table's backoff.
-    private func candidates() -> [String] {
-        devices.filter { path, props in
-            path.hasPrefix(adapterPath + "/dev_")
-                && ((props["UUIDs"]?.stringArray ?? []).contains { $0.lowercased() == options.serviceUUID }
-                    || (props["ServiceData"]?.dictionary?.keys.contains { $0.lowercased() == options.serviceUUID } ?? false)
-                    || seenByDiscovery.contains(path))
-        }
-        .sorted { ($0.value["RSSI"]?.integerValue ?? -127) > ($1.value["RSSI"]?.integerValue ?? -127) }
-        .map(\.key)
     }
 
     // MARK: Outbound
@@ -614,16 +580,13 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         bus.callAsync(BlueZNames.service, link.device, BlueZNames.device, "Disconnect") { _ in }
     }
 
-    /// Connects after stopping our discovery. The kernel (6.1, hci_sync) starts a pending LE connection only
-    /// once an active discovery has ended, i.e. after its full LE window (10.24 s): measured in the testbed as
-    /// a 10 s gap between Device1.Connect and HCI LE Create Connection. Discovery resumes when no attempt is
-    /// left (`resumeDiscoveryIfIdle`).
+    /// Connects, after stopping our discovery when it runs (`CentralDiscovery.planConnect`); discovery resumes
+    /// when no attempt is left (`resumeDiscoveryIfIdle`).
     private func connect(_ device: String, now: UInt64) {
         table.connectStarted(device, now: now)
         attempts[device] = .connecting
         logger.info("connecting", [("device", .string(device))])
-        guard discovering else { return sendConnect(device) }
-        discovering = false
+        guard discovery.planConnect() == .stopDiscoveryThenConnect else { return sendConnect(device) }
         bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { [unowned self] result in
             if case .failure(let error) = result { logger.debug("StopDiscovery failed", [("error", .string(error.description))]) }
             guard case .connecting = attempts[device] else { return }
@@ -632,7 +595,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func resumeDiscoveryIfIdle() {
-        guard options.central, setupState == .done, bluezPresent, !discovering, attempts.isEmpty else { return }
+        guard options.central,
+            discovery.shouldResume(ready: setupState == .done && bluezPresent, attemptsPending: !attempts.isEmpty)
+        else { return }
         startDiscovery()
     }
 
@@ -717,8 +682,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             centralCharacteristic = [:]
             linkCharacteristic = [:]
             devices = [:]
-            discovering = false
-            seenByDiscovery = []
+            discovery.reset()
             notifying = false
             setupState = .idle
         } else {
