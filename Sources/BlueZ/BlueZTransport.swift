@@ -79,18 +79,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         public static let defaultValueLength = 514
     }
 
-    private struct Inbox {
-        var frames: [(MeshLinkID, [UInt8])] = []
-        var closing = false
-    }
-
     private enum Phase { case connecting, resolving(deadline: UInt64), subscribing }
 
     public let events: AsyncStream<MeshTransportEvent>
     private let continuation: AsyncStream<MeshTransportEvent>.Continuation
-    private let inbox = Mutex(Inbox())
-    private let wake: WakePipe
-    private let finished = Atomic<Bool>(false)
+    private let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
     private let logger: Logger
     public let adapterName: String
 
@@ -145,24 +138,24 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             throw error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .setupFailed(error.description)
         }
         let adapter = try Self.chooseAdapter(objects, named: options.adapter)
-        let wake: WakePipe
+        let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
         do {
-            wake = try WakePipe()
+            inbox = try OwnerInbox()
         } catch {
             throw .setupFailed(error.description)
         }
-        let transport = BlueZTransport(bus: bus, adapter: adapter, options: options, wake: wake, logger: logger)
+        let transport = BlueZTransport(bus: bus, adapter: adapter, options: options, inbox: inbox, logger: logger)
         try transport.startUp()
         transport.startThread()
         return transport
     }
 
-    private init(bus: SDBusConnection, adapter: String, options: Options, wake: WakePipe, logger: Logger) {
+    private init(bus: SDBusConnection, adapter: String, options: Options, inbox: OwnerInbox<(MeshLinkID, [UInt8])>, logger: Logger) {
         self.bus = bus
         self.adapterPath = adapter
         self.adapterName = String(adapter.split(separator: "/").last ?? "")
         self.options = options
-        self.wake = wake
+        self.inbox = inbox
         self.logger = logger
         self.table = BlueZLinkTable(configuration: options.links)
         self.discovery = CentralDiscovery(adapterPath: adapter, serviceUUID: options.serviceUUID)
@@ -208,18 +201,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     // MARK: MeshTransport
 
     public func send(_ frame: [UInt8], on link: MeshLinkID) {
-        inbox.withLock { $0.frames.append((link, frame)) }
-        poke()
+        inbox.post((link, frame))
     }
 
     public func close() {
-        inbox.withLock { $0.closing = true }
-        poke()
-    }
-
-    private func poke() {
-        guard !finished.load(ordering: .sequentiallyConsistent) else { return }
-        wake.poke()
+        inbox.requestClose()
     }
 
     private func emit(_ event: MeshTransportEvent) {
@@ -411,10 +397,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 logger.error("D-Bus connection lost")
                 break
             }
-            let (frames, closing) = inbox.withLock { box in
-                defer { box.frames.removeAll() }
-                return (box.frames, box.closing)
-            }
+            let (frames, closing) = inbox.take()
             transmit(frames)
             if closing { break }
             let now = Self.nowMs()
@@ -423,15 +406,15 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 tick(now: now)
             }
             _ = bus.processAll()
-            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
+            var fds = [pollfd(fd: inbox.wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
             var timeout = Limits.tickMs
             if let usec = bus.timeoutUsec { timeout = min(timeout, Int32(min(usec / 1_000, UInt64(Limits.tickMs)))) }
             guard poll(&fds, 2, timeout) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 { wake.drain() }
+            if fds[0].revents != 0 { inbox.wake.drain() }
         }
         bus.flush()
         for link in table.reset() { emit(.linkDown(link.id)) }
-        finished.store(true, ordering: .sequentiallyConsistent)
+        inbox.ownerFinished()
         continuation.finish()
     }
 
