@@ -1,6 +1,5 @@
 public import Mesh
 public import BotSupport
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
