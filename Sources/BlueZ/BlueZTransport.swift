@@ -1,6 +1,5 @@
 public import Mesh
 public import BotSupport
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,18 +78,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         public static let defaultValueLength = 514
     }
 
-    private struct Inbox {
-        var frames: [(MeshLinkID, [UInt8])] = []
-        var closing = false
-    }
-
     private enum Phase { case connecting, resolving(deadline: UInt64), subscribing }
 
     public let events: AsyncStream<MeshTransportEvent>
     private let continuation: AsyncStream<MeshTransportEvent>.Continuation
-    private let inbox = Mutex(Inbox())
-    private let wake: WakePipe
-    private let finished = Atomic<Bool>(false)
+    private let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
     private let logger: Logger
     public let adapterName: String
 
@@ -104,11 +96,8 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     private var table: BlueZLinkTable
     private var notifying = false
     private var devices: [String: [String: DBusValue]] = [:]
-    /// True from our StartDiscovery's success until bluetoothd goes away.
-    private var discovering = false
-    /// Devices that bluetoothd reported from an advertisement (a signal carrying RSSI) while our discovery,
-    /// filtered by the bitchat service UUID, was running. See `candidates()` for why this counts.
-    private var seenByDiscovery: Set<String> = []
+    /// Connect candidates and discovery stop/resume around connects (see `CentralDiscovery`).
+    private var discovery: CentralDiscovery
     private var attempts: [String: Phase] = [:]
     private var centralCharacteristic: [String: MeshLinkID] = [:]
     private var linkCharacteristic: [MeshLinkID: String] = [:]
@@ -148,26 +137,27 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             throw error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .setupFailed(error.description)
         }
         let adapter = try Self.chooseAdapter(objects, named: options.adapter)
-        let wake: WakePipe
+        let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
         do {
-            wake = try WakePipe()
+            inbox = try OwnerInbox()
         } catch {
             throw .setupFailed(error.description)
         }
-        let transport = BlueZTransport(bus: bus, adapter: adapter, options: options, wake: wake, logger: logger)
+        let transport = BlueZTransport(bus: bus, adapter: adapter, options: options, inbox: inbox, logger: logger)
         try transport.startUp()
         transport.startThread()
         return transport
     }
 
-    private init(bus: SDBusConnection, adapter: String, options: Options, wake: WakePipe, logger: Logger) {
+    private init(bus: SDBusConnection, adapter: String, options: Options, inbox: OwnerInbox<(MeshLinkID, [UInt8])>, logger: Logger) {
         self.bus = bus
         self.adapterPath = adapter
         self.adapterName = String(adapter.split(separator: "/").last ?? "")
         self.options = options
-        self.wake = wake
+        self.inbox = inbox
         self.logger = logger
         self.table = BlueZLinkTable(configuration: options.links)
+        self.discovery = CentralDiscovery(adapterPath: adapter, serviceUUID: options.serviceUUID)
         self.tree = GattObjectTree(root: options.objectRoot + "/" + (adapter.split(separator: "/").last.map(String.init) ?? "hci"),
                                    serviceUUID: options.serviceUUID)
         (events, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(Limits.eventBuffer))
@@ -210,18 +200,11 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     // MARK: MeshTransport
 
     public func send(_ frame: [UInt8], on link: MeshLinkID) {
-        inbox.withLock { $0.frames.append((link, frame)) }
-        poke()
+        inbox.post((link, frame))
     }
 
     public func close() {
-        inbox.withLock { $0.closing = true }
-        poke()
-    }
-
-    private func poke() {
-        guard !finished.load(ordering: .sequentiallyConsistent) else { return }
-        wake.poke()
+        inbox.requestClose()
     }
 
     private func emit(_ event: MeshTransportEvent) {
@@ -254,7 +237,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             guard let path = args.first?.stringValue, path.hasPrefix("/org/bluez/"), let ifaces = args.dropFirst().first?.dictionary else { return }
             if let device = ifaces[BlueZNames.device]?.dictionary {
                 deviceChanged(path, device, replace: true)
-                noteDiscovered(path, device)
+                discovery.deviceSignal(path, device)
             }
         }
         try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.objectManager, member: "InterfacesRemoved") { [unowned self] _, _, args in
@@ -262,14 +245,14 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 args.dropFirst().first?.stringArray?.contains(BlueZNames.device) == true
             else { return }
             devices[path] = nil
-            seenByDiscovery.remove(path)
+            discovery.deviceRemoved(path)
             deviceGone(path, reason: "removed")
         }
         try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.properties, member: "PropertiesChanged") { [unowned self] path, _, args in
             guard path.hasPrefix("/org/bluez/"), let iface = args.first?.stringValue, let changed = args.dropFirst().first?.dictionary else { return }
             if iface == BlueZNames.device {
                 deviceChanged(path, changed, replace: false)
-                noteDiscovered(path, changed)
+                discovery.deviceSignal(path, changed)
             } else if iface == BlueZNames.gattCharacteristic, let value = changed["Value"]?.bytesValue, let link = centralCharacteristic[path] {
                 receive(value, on: link)
             }
@@ -392,10 +375,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StartDiscovery") { [unowned self] result in
                 if case .failure(let error) = result, error.name != BlueZNames.errorInProgress {
                     logger.warning("StartDiscovery failed", [("error", .string(error.description))])
-                } else if attempts.isEmpty {
-                    discovering = true
-                } else {
-                    // A connect started while this call was in flight: it needs discovery off (see `connect`).
+                } else if discovery.startSucceeded(attemptsPending: !attempts.isEmpty) == .stopDiscovery {
                     bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { _ in }
                 }
             }
@@ -416,10 +396,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 logger.error("D-Bus connection lost")
                 break
             }
-            let (frames, closing) = inbox.withLock { box in
-                defer { box.frames.removeAll() }
-                return (box.frames, box.closing)
-            }
+            let (frames, closing) = inbox.take()
             transmit(frames)
             if closing { break }
             let now = Self.nowMs()
@@ -428,15 +405,15 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 tick(now: now)
             }
             _ = bus.processAll()
-            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
+            var fds = [pollfd(fd: inbox.wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
             var timeout = Limits.tickMs
             if let usec = bus.timeoutUsec { timeout = min(timeout, Int32(min(usec / 1_000, UInt64(Limits.tickMs)))) }
             guard poll(&fds, 2, timeout) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 { wake.drain() }
+            if fds[0].revents != 0 { inbox.wake.drain() }
         }
         bus.flush()
         for link in table.reset() { emit(.linkDown(link.id)) }
-        finished.store(true, ordering: .sequentiallyConsistent)
+        inbox.ownerFinished()
         continuation.finish()
     }
 
@@ -459,38 +436,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             }
         }
         guard options.central else { return }
-        for device in candidates() where table.shouldConnect(device, now: now) {
+        for device in discovery.candidates(devices) where table.shouldConnect(device, now: now) {
             connect(device, now: now)
         }
-    }
-
-    /// A signal carrying RSSI means bluetoothd just matched an advertisement of this device against the
-    /// discovery filter (RSSI is only set from advertising reports and cleared when discovery stops).
-    private func noteDiscovered(_ path: String, _ properties: [String: DBusValue]) {
-        guard discovering, properties["RSSI"]?.integerValue != nil, path.hasPrefix(adapterPath + "/dev_") else { return }
-        seenByDiscovery.insert(path)
-    }
-
-    /// Devices under our adapter that advertise the bitchat service, strongest first.
-    ///
-    /// A device counts when its `UUIDs`/`ServiceData` name the service, or when bluetoothd reported it from
-    /// an advertisement during our discovery (`seenByDiscovery`). The second rule is needed because BlueZ
-    /// (5.66, `device_add_eir_uuids`) ignores advertised UUIDs once a device object has resolved GATT services:
-    /// a phone that earlier connected to us as a central keeps `UUIDs` = its old GATT database until
-    /// bluetoothd expires the object (`TemporaryTimeout`, 30 s by default, restarted by every advertisement
-    /// it sees), so the UUID rule alone delayed the connect by ~55 s in the testbed. bluetoothd matches the
-    /// raw advertisement against our UUID filter before it reports it, so this is still filtered by the
-    /// service; the only false positive is another client's broader discovery running at the same time,
-    /// which costs one failed connect ("no bitchat characteristic") and then the link table's backoff.
-    private func candidates() -> [String] {
-        devices.filter { path, props in
-            path.hasPrefix(adapterPath + "/dev_")
-                && ((props["UUIDs"]?.stringArray ?? []).contains { $0.lowercased() == options.serviceUUID }
-                    || (props["ServiceData"]?.dictionary?.keys.contains { $0.lowercased() == options.serviceUUID } ?? false)
-                    || seenByDiscovery.contains(path))
-        }
-        .sorted { ($0.value["RSSI"]?.integerValue ?? -127) > ($1.value["RSSI"]?.integerValue ?? -127) }
-        .map(\.key)
     }
 
     // MARK: Outbound
@@ -614,16 +562,13 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         bus.callAsync(BlueZNames.service, link.device, BlueZNames.device, "Disconnect") { _ in }
     }
 
-    /// Connects after stopping our discovery. The kernel (6.1, hci_sync) starts a pending LE connection only
-    /// once an active discovery has ended, i.e. after its full LE window (10.24 s): measured in the testbed as
-    /// a 10 s gap between Device1.Connect and HCI LE Create Connection. Discovery resumes when no attempt is
-    /// left (`resumeDiscoveryIfIdle`).
+    /// Connects, after stopping our discovery when it runs (`CentralDiscovery.planConnect`); discovery resumes
+    /// when no attempt is left (`resumeDiscoveryIfIdle`).
     private func connect(_ device: String, now: UInt64) {
         table.connectStarted(device, now: now)
         attempts[device] = .connecting
         logger.info("connecting", [("device", .string(device))])
-        guard discovering else { return sendConnect(device) }
-        discovering = false
+        guard discovery.planConnect() == .stopDiscoveryThenConnect else { return sendConnect(device) }
         bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { [unowned self] result in
             if case .failure(let error) = result { logger.debug("StopDiscovery failed", [("error", .string(error.description))]) }
             guard case .connecting = attempts[device] else { return }
@@ -632,7 +577,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     }
 
     private func resumeDiscoveryIfIdle() {
-        guard options.central, setupState == .done, bluezPresent, !discovering, attempts.isEmpty else { return }
+        guard options.central,
+            discovery.shouldResume(ready: setupState == .done && bluezPresent, attemptsPending: !attempts.isEmpty)
+        else { return }
         startDiscovery()
     }
 
@@ -717,8 +664,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             centralCharacteristic = [:]
             linkCharacteristic = [:]
             devices = [:]
-            discovering = false
-            seenByDiscovery = []
+            discovery.reset()
             notifying = false
             setupState = .idle
         } else {

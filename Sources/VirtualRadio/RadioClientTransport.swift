@@ -53,18 +53,11 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         public static let closeFlushMs = 2_000
     }
 
-    private struct Inbox {
-        var frames: [(MeshLinkID, [UInt8])] = []
-        var closing = false
-    }
-
     public let events: AsyncStream<MeshTransportEvent>
     private let continuation: AsyncStream<MeshTransportEvent>.Continuation
-    private let inbox = Mutex(Inbox())
-    private let wake: WakePipe
+    private let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
     private let sockets: [(link: MeshLinkID, fd: Int32, mtu: Int)]
     private let dropped = Atomic<Int>(0)
-    private let finished = Atomic<Bool>(false)
 
     /// Connects to every endpoint (link IDs 1, 2, … in order) and starts the owner thread.
     public static func connect(_ endpoints: [Endpoint]) throws(RadioError) -> RadioClientTransport {
@@ -91,7 +84,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     private init(sockets: [(MeshLinkID, Int32, Int)]) throws(RadioError) {
         self.sockets = sockets.map { (link: $0.0, fd: $0.1, mtu: $0.2) }
         do {
-            wake = try WakePipe()
+            inbox = try OwnerInbox()
         } catch {
             throw .system(call: "pipe", errno: error.code)
         }
@@ -102,18 +95,11 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     public var droppedEvents: Int { dropped.load(ordering: .relaxed) }
 
     public func send(_ frame: [UInt8], on link: MeshLinkID) {
-        inbox.withLock { $0.frames.append((link, frame)) }
-        poke()
+        inbox.post((link, frame))
     }
 
     public func close() {
-        inbox.withLock { $0.closing = true }
-        poke()
-    }
-
-    private func poke() {
-        guard !finished.load(ordering: .sequentiallyConsistent) else { return }
-        wake.poke()
+        inbox.requestClose()
     }
 
     private func emit(_ event: MeshTransportEvent) {
@@ -130,10 +116,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         for socket in sockets { emit(.linkUp(socket.link, mtu: socket.mtu)) }
         var closeDeadline: Int?
         while !open.isEmpty {
-            let (frames, closing) = inbox.withLock { box in
-                defer { box.frames.removeAll() }
-                return (box.frames, box.closing)
-            }
+            let (frames, closing) = inbox.take()
             for (link, frame) in frames {
                 guard let index = open.firstIndex(where: { $0.link == link }), let wire = RadioFraming.encode(frame),
                     open[index].outbox.count + wire.count <= Limits.maxQueuedBytes
@@ -148,12 +131,12 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
                 if closeDeadline == nil { closeDeadline = now + Limits.closeFlushMs }
                 if open.allSatisfy({ $0.outbox.isEmpty }) || now >= (closeDeadline ?? now) { break }
             }
-            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: inbox.wake.readFD, events: Int16(POLLIN), revents: 0)]
             for socket in open {
                 fds.append(pollfd(fd: socket.fd, events: Int16(POLLIN) | (socket.outbox.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
             guard poll(&fds, nfds_t(fds.count), closing ? 50 : 1_000) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 { wake.drain() }
+            if fds[0].revents != 0 { inbox.wake.drain() }
             var gone: [Int] = []
             for index in open.indices {
                 let revents = fds[index + 1].revents
@@ -178,7 +161,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
             Glibc.close(socket.fd)
             emit(.linkDown(socket.link))
         }
-        finished.store(true, ordering: .sequentiallyConsistent)
+        inbox.ownerFinished()
         continuation.finish()
     }
 

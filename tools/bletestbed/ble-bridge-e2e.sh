@@ -69,8 +69,8 @@ BRIDGE_PID=$!
 wait_grep 30 "$A_ERR" '"BlueZ ready"' || fail "bridge A did not register with BlueZ" "$A_ERR"
 T_A_READY=$(up)
 say "bridge A registered on hci0 ($(awk -v a="$T_UP" -v b="$T_A_READY" 'BEGIN{printf "%.2fs", b-a}'))"
-timeout 100 "$PY" "$TOOLS/ble_phone_central.py" --adapter hci1 --tag round1 \
-	--expect "hello from bridge" --expect-long $LONG --long $LONG --timeout 90 >"$LOGDIR/phone-a.log" 2>&1 ||
+timeout 120 "$PY" "$TOOLS/ble_phone_central.py" --adapter hci1 --tag round1 \
+	--expect "hello from bridge" --expect-long $LONG --long $LONG --timeout 110 >"$LOGDIR/phone-a.log" 2>&1 ||
 	fail "bleak central phone (round 1)" "$LOGDIR/phone-a.log" "$A_OUT" "$A_ERR"
 cat "$LOGDIR/phone-a.log"
 wait_grep 10 "$A_OUT" 'hello from bleak central round1' || fail "bridge A did not print the phone's message" "$A_OUT" "$A_ERR"
@@ -88,7 +88,7 @@ say "bluetoothd restarted (pid $(cat /run/bluetoothd.pid))"
 wait_grep 40 "$A_ERR" '"BlueZ ready"' 2 || fail "bridge A did not re-register after the bluetoothd restart" "$A_ERR"
 T_R_READY=$(up)
 say "bridge A re-registered ($(awk -v a="$T_A" -v b="$T_R_READY" 'BEGIN{printf "%.2fs", b-a}') after the kill)"
-timeout 100 "$PY" "$TOOLS/ble_phone_central.py" --adapter hci1 --tag round2 --nickname bleak2 --timeout 90 \
+timeout 120 "$PY" "$TOOLS/ble_phone_central.py" --adapter hci1 --tag round2 --nickname bleak2 --timeout 110 \
 	>"$LOGDIR/phone-r.log" 2>&1 || fail "bleak central phone (after restart)" "$LOGDIR/phone-r.log" "$A_OUT" "$A_ERR"
 cat "$LOGDIR/phone-r.log"
 wait_grep 10 "$A_OUT" 'hello from bleak central round2' || fail "bridge A did not get the message after the restart" "$A_OUT" "$A_ERR"

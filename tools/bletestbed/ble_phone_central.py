@@ -113,7 +113,8 @@ def main():
     ap.add_argument("--expect-long", type=int, default=0, help="also expect the bridge's long text of N bytes")
     ap.add_argument("--long", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=90)
-    ap.add_argument("--scan-timeout", type=float, default=30)
+    ap.add_argument("--scan-timeout", type=float, default=60,
+                    help="a phone keeps scanning; 60 s covers slow emulated discovery on a loaded host (21-30 s seen)")
     ap.add_argument("--connect-timeout", type=float, default=20)
     ap.add_argument("--exchange-timeout", type=float, default=30)
     ap.add_argument("--linger", type=float, default=1.0)
