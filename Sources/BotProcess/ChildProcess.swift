@@ -21,6 +21,9 @@ public final class ChildProcess: @unchecked Sendable {
         // Raw bytes until a newline: a read can end inside a multi-byte UTF-8 character.
         var partialOut: [UInt8] = []
         var partialErr: [UInt8] = []
+        /// End of file seen on the pipe: everything the child wrote has been read.
+        var stdoutEnded = false
+        var stderrEnded = false
     }
     private let output = Mutex(Output())
     public let name: String
@@ -53,7 +56,11 @@ public final class ChildProcess: @unchecked Sendable {
     deinit { stop(signal: SIGKILL) }
 
     private func append(_ data: Data, toStdout: Bool) {
-        guard !data.isEmpty else { return }
+        guard !data.isEmpty else {
+            (toStdout ? stdoutPipe : stderrPipe).fileHandleForReading.readabilityHandler = nil
+            output.withLock { if toStdout { $0.stdoutEnded = true } else { $0.stderrEnded = true } }
+            return
+        }
         output.withLock { out in
             var partial = (toStdout ? out.partialOut : out.partialErr) + [UInt8](data)
             var lines: [String] = []
@@ -98,7 +105,7 @@ public final class ChildProcess: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             let lines = stderr ? stderrLines : stdoutLines
             if let line = lines.first(where: predicate) { return line }
-            if !process.isRunning, (stderr ? stderrLines : stdoutLines).first(where: predicate) == nil {
+            if !process.isRunning, await drained(), (stderr ? stderrLines : stdoutLines).first(where: predicate) == nil {
                 throw Timeout(what: "\(what) (\(name) exited with \(process.terminationStatus))", output: transcript)
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -129,7 +136,32 @@ public final class ChildProcess: @unchecked Sendable {
             guard ContinuousClock.now < deadline else { throw Timeout(what: "\(name) to exit", output: transcript) }
             try await Task.sleep(for: .milliseconds(20))
         }
+        await drained()
         return process.terminationStatus
+    }
+
+    /// After the child exited: waits until everything it wrote has been read (the read handlers run on
+    /// their own thread and can lag behind the exit under load). Done when both pipes reached end of file,
+    /// or — Foundation does not always report end of file — when neither pipe has unread bytes on two checks
+    /// in a row (the second covers a handler between its read and its append). Bounded (2 s): a grandchild
+    /// that inherited the pipes may keep writing. Always returns true.
+    @discardableResult
+    private func drained() async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(2)
+        var quiet = 0
+        while ContinuousClock.now < deadline {
+            if output.withLock({ $0.stdoutEnded && $0.stderrEnded }) { break }
+            quiet = Self.unread(stdoutPipe) == 0 && Self.unread(stderrPipe) == 0 ? quiet + 1 : 0
+            if quiet >= 2 { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Bytes waiting in `pipe` (FIONREAD); unknown counts as some.
+    private static func unread(_ pipe: Pipe) -> Int32 {
+        var count: Int32 = 0
+        return ioctl(pipe.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &count) == 0 ? count : 1
     }
 
     /// Sends `signal` (SIGTERM by default) and reaps the child; a child still running after `grace`

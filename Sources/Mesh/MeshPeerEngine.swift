@@ -123,6 +123,8 @@ public enum MeshAction: Sendable, Equatable {
 /// - Relay per §7.5 (TTL clamps by degree, jitter from `random`), split horizon, fan-out subset (§7.6) for
 ///   relayed broadcasts. Decision: packets we originate go on every link — a bridge has few links and no
 ///   gossip sync to repair a link the subset skipped.
+/// - With ``Configuration/gatePublicRelays`` (the bridge), a verified public broadcast message is relayed
+///   only after the owner's ``MeshInput/relayVerdict(stableID:relay:)`` (``RelayGate``).
 /// - Frames larger than a link's MTU are cut into v1 fragments (chunk = MTU − 43, ≥ 64, ≤ 256 fragments so
 ///   Android can reassemble), paced 30 ms apart.
 /// - Deviation, documented: fragments are deduplicated like other packets (iOS instead drops repeats within

@@ -19,7 +19,8 @@ import BotSupport
 /// - Only verified broadcast messages are gated. Everything else relays as before: announces, leaves,
 ///   fragments (a message too long for one frame travels as fragments, which are relayed before the
 ///   reassembled message can be judged), sync, private and directed packets, carriers, and messages the
-///   engine cannot attribute (unknown sender, bad signature), which phones do not show either.
+///   engine cannot attribute (unknown sender, bad signature): there is no verified sender to judge, and the
+///   bridge relays them as a plain peer would (it never bridges them).
 struct RelayGate {
     enum Limits {
         /// Messages waiting for a verdict; a flood beyond this is withheld oldest first.
