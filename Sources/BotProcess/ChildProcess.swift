@@ -21,9 +21,8 @@ public final class ChildProcess: @unchecked Sendable {
         // Raw bytes until a newline: a read can end inside a multi-byte UTF-8 character.
         var partialOut: [UInt8] = []
         var partialErr: [UInt8] = []
-        /// End of file seen on the pipe: everything the child wrote has been read.
-        var stdoutEnded = false
-        var stderrEnded = false
+        /// Read handlers between taking bytes off a pipe and appending them.
+        var reading = 0
     }
     private let output = Mutex(Output())
     public let name: String
@@ -45,22 +44,26 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardError = stderrPipe
         process.standardInput = stdinPipe
         stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStdout: true)
+            self?.read(handle, toStdout: true)
         }
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStdout: false)
+            self?.read(handle, toStdout: false)
         }
         try process.run()
     }
 
     deinit { stop(signal: SIGKILL) }
 
+    /// Counted as `reading` from before the bytes leave the pipe until they are appended, so ``drained()``
+    /// never sees an empty pipe while a line is still on its way into `output`.
+    private func read(_ handle: FileHandle, toStdout: Bool) {
+        output.withLock { $0.reading += 1 }
+        append(handle.availableData, toStdout: toStdout)
+        output.withLock { $0.reading -= 1 }
+    }
+
     private func append(_ data: Data, toStdout: Bool) {
-        guard !data.isEmpty else {
-            (toStdout ? stdoutPipe : stderrPipe).fileHandleForReading.readabilityHandler = nil
-            output.withLock { if toStdout { $0.stdoutEnded = true } else { $0.stderrEnded = true } }
-            return
-        }
+        guard !data.isEmpty else { return }
         output.withLock { out in
             var partial = (toStdout ? out.partialOut : out.partialErr) + [UInt8](data)
             var lines: [String] = []
@@ -141,18 +144,15 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// After the child exited: waits until everything it wrote has been read (the read handlers run on
-    /// their own thread and can lag behind the exit under load). Done when both pipes reached end of file,
-    /// or — Foundation does not always report end of file — when neither pipe has unread bytes on two checks
-    /// in a row (the second covers a handler between its read and its append). Bounded (2 s): a grandchild
-    /// that inherited the pipes may keep writing. Always returns true.
+    /// their own thread and can lag behind the exit under load): neither pipe holds unread bytes and no
+    /// handler is between its read and its append. Bounded (2 s): a grandchild that inherited the pipes may
+    /// keep writing. Always returns true.
     @discardableResult
     private func drained() async -> Bool {
         let deadline = ContinuousClock.now + .seconds(2)
-        var quiet = 0
         while ContinuousClock.now < deadline {
-            if output.withLock({ $0.stdoutEnded && $0.stderrEnded }) { break }
-            quiet = Self.unread(stdoutPipe) == 0 && Self.unread(stderrPipe) == 0 ? quiet + 1 : 0
-            if quiet >= 2 { break }
+            let idle = output.withLock { $0.reading == 0 }
+            if idle, Self.unread(stdoutPipe) == 0, Self.unread(stderrPipe) == 0, output.withLock({ $0.reading == 0 }) { break }
             try? await Task.sleep(for: .milliseconds(5))
         }
         return true
