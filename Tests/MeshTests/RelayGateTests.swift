@@ -124,4 +124,14 @@ struct RelayGateTests {
         #expect(gate.expire(now: start + RelayGate.Limits.verdictTimeoutMs).count == RelayGate.Limits.maxHeld - 1)
         #expect(gate.heldCount == 0)
     }
+
+    @Test func verdictsAreRememberedUpToTheBoundOldestForgottenFirst() {
+        var gate = RelayGate()
+        let packet = MeshPacket(type: .message, timestamp: start, sender: Phone().id, payload: [1])
+        for i in 0..<RelayGate.Limits.rememberedVerdicts { _ = gate.resolve("h\(i)", relay: false) }
+        #expect(gate.admit("h0", packet: packet, ingress: MeshLinkID(1), now: start).0 == .withhold, "n verdicts: all kept")
+        _ = gate.resolve("one more", relay: false)
+        #expect(gate.admit("h0", packet: packet, ingress: MeshLinkID(1), now: start).0 == .held, "n + 1: the oldest forgotten")
+        #expect(gate.admit("h1", packet: packet, ingress: MeshLinkID(1), now: start).0 == .withhold)
+    }
 }
