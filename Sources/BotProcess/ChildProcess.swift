@@ -21,6 +21,8 @@ public final class ChildProcess: @unchecked Sendable {
         // Raw bytes until a newline: a read can end inside a multi-byte UTF-8 character.
         var partialOut: [UInt8] = []
         var partialErr: [UInt8] = []
+        /// Read handlers between taking bytes off a pipe and appending them.
+        var reading = 0
     }
     private let output = Mutex(Output())
     public let name: String
@@ -42,15 +44,23 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardError = stderrPipe
         process.standardInput = stdinPipe
         stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStdout: true)
+            self?.read(handle, toStdout: true)
         }
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStdout: false)
+            self?.read(handle, toStdout: false)
         }
         try process.run()
     }
 
     deinit { stop(signal: SIGKILL) }
+
+    /// Counted as `reading` from before the bytes leave the pipe until they are appended, so ``drained()``
+    /// never sees an empty pipe while a line is still on its way into `output`.
+    private func read(_ handle: FileHandle, toStdout: Bool) {
+        output.withLock { $0.reading += 1 }
+        append(handle.availableData, toStdout: toStdout)
+        output.withLock { $0.reading -= 1 }
+    }
 
     private func append(_ data: Data, toStdout: Bool) {
         guard !data.isEmpty else { return }
@@ -98,7 +108,7 @@ public final class ChildProcess: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             let lines = stderr ? stderrLines : stdoutLines
             if let line = lines.first(where: predicate) { return line }
-            if !process.isRunning, (stderr ? stderrLines : stdoutLines).first(where: predicate) == nil {
+            if !process.isRunning, await drained(), (stderr ? stderrLines : stdoutLines).first(where: predicate) == nil {
                 throw Timeout(what: "\(what) (\(name) exited with \(process.terminationStatus))", output: transcript)
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -129,7 +139,29 @@ public final class ChildProcess: @unchecked Sendable {
             guard ContinuousClock.now < deadline else { throw Timeout(what: "\(name) to exit", output: transcript) }
             try await Task.sleep(for: .milliseconds(20))
         }
+        await drained()
         return process.terminationStatus
+    }
+
+    /// After the child exited: waits until everything it wrote has been read (the read handlers run on
+    /// their own thread and can lag behind the exit under load): neither pipe holds unread bytes and no
+    /// handler is between its read and its append. Bounded (2 s): a grandchild that inherited the pipes may
+    /// keep writing. Always returns true.
+    @discardableResult
+    private func drained() async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline {
+            let idle = output.withLock { $0.reading == 0 }
+            if idle, Self.unread(stdoutPipe) == 0, Self.unread(stderrPipe) == 0, output.withLock({ $0.reading == 0 }) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Bytes waiting in `pipe` (FIONREAD); unknown counts as some.
+    private static func unread(_ pipe: Pipe) -> Int32 {
+        var count: Int32 = 0
+        return ioctl(pipe.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &count) == 0 ? count : 1
     }
 
     /// Sends `signal` (SIGTERM by default) and reaps the child; a child still running after `grace`

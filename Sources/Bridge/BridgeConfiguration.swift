@@ -14,9 +14,21 @@ public enum MeshSetting: Equatable, Sendable, CustomStringConvertible {
     case bluez(adapter: String?)
     /// The loopback virtual radio (`radio-hub`), for demos and tests.
     case tcp(host: String, port: Int)
+    /// Several `radio-hub` segments at once (`tcp://A:P1,tcp://B:P2`), one link each: the bridge relays
+    /// between them as a phone in range of both would (tests where the bridge is the only path).
+    case tcpSegments([String])
 
     public init(parsing text: String) throws(ConfigurationError) {
-        if text == "bluez" {
+        if text.contains(",") {
+            var urls: [String] = []
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard case .tcp(let host, let port) = try MeshSetting(parsing: String(part)) else {
+                    throw .invalid(field: "mesh", value: text, reason: "only tcp:// URLs can be combined")
+                }
+                urls.append("tcp://\(host):\(port)")
+            }
+            self = .tcpSegments(urls)
+        } else if text == "bluez" {
             self = .bluez(adapter: nil)
         } else if text.hasPrefix("bluez:") {
             let adapter = String(text.dropFirst(6))
@@ -39,6 +51,7 @@ public enum MeshSetting: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .bluez(let adapter): adapter.map { "bluez:\($0)" } ?? "bluez"
         case .tcp(let host, let port): "tcp://\(host):\(port)"
+        case .tcpSegments(let urls): urls.joined(separator: ",")
         }
     }
 }
@@ -114,7 +127,7 @@ public struct BridgeConfiguration: Sendable {
         ("relays", "BRIDGE_RELAYS", "operator relay URLs (env: comma-separated)"),
         ("relay_directory", "BRIDGE_RELAY_DIRECTORY", "also use the nearest directory relays (on/off, default on)"),
         ("relay_file", "BRIDGE_RELAY_FILE", "relays.json path"),
-        ("mesh", "BRIDGE_MESH", "bluez, bluez:hciN or tcp://HOST:PORT (default bluez)"),
+        ("mesh", "BRIDGE_MESH", "bluez, bluez:hciN or tcp://HOST:PORT[,tcp://HOST:PORT…] (default bluez)"),
         ("text_mirror", "BRIDGE_TEXT_MIRROR", "plain-text mirror: off, down, up or both (default off)"),
         ("shadow", "BRIDGE_SHADOW", "spam filter shadow mode (default off)"),
         ("gateway", "BRIDGE_GATEWAY", "channel gateway role (default on)"),

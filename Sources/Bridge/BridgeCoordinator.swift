@@ -245,6 +245,9 @@ public actor BridgeCoordinator {
                 broadcast(downlink, id: id)
             case .mirrorUplink(let message, let senderKey):
                 mirrorUplink(message, senderKey: senderKey)
+            case .meshRelay(let stableID, let relay):
+                let node = mesh
+                Task { await node.submit(.relayVerdict(stableID: stableID, relay: relay)) }
             }
         }
     }

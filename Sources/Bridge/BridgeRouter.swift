@@ -108,6 +108,9 @@ public struct BridgeRouter {
         case broadcast(Downlink, eventID: EventID)
         /// Mirror a public mesh message to the channel under a per-author key (the caller signs and mines).
         case mirrorUplink(MeshPublicMessage, senderKey: String)
+        /// Tell the mesh engine whether it may relay the public message `stableID` on (its relay gate,
+        /// ``MeshInput/relayVerdict(stableID:relay:)``): false for a message the judgement hid.
+        case meshRelay(stableID: String, relay: Bool)
     }
 
     public let settings: Settings
@@ -121,6 +124,13 @@ public struct BridgeRouter {
     private var signerLimiter: KeyedWindowLimiter<XOnlyPublicKey>
     private var carrierVerifier: EventVerifier
     private let rendezvousKey: SchnorrSecretKey?
+    /// Signs the channel presence (gateway role); nil sends none.
+    private let channelKey: SchnorrSecretKey?
+    /// Draws the channel-presence intervals (injected seed: deterministic in tests).
+    private var presenceRandom: SeededRandom
+    /// When the next channel presence is due (nil: send at the next chance).
+    private var nextChannelPresence: Double?
+    private var lastChannelPresence: Double?
     private let ring: Set<String>
     private var relaysUp = false
     /// Verified bridge/gateway peers in direct radio range whose peer ID sorts before ours.
@@ -143,9 +153,12 @@ public struct BridgeRouter {
     ///     never carried (loop rule 4).
     ///   - rendezvousKey: signs the rendezvous presence.
     ///   - remembered: ids persisted by an earlier run (``RecentEventStore``), so a restart forwards nothing twice.
+    ///   - channelKey: signs the channel presence (NOSTR-GEO §5.3) when the gateway role is on; nil sends none.
+    ///   - presenceSeed: seeds the random channel-presence intervals.
     public init(
         settings: Settings, ownKeys: Set<XOnlyPublicKey>, rendezvousKey: SchnorrSecretKey?,
-        remembered: (published: [EventID], rebroadcast: [EventID]) = ([], [])
+        remembered: (published: [EventID], rebroadcast: [EventID]) = ([], []),
+        channelKey: SchnorrSecretKey? = nil, presenceSeed: UInt64 = 0
     ) {
         self.settings = settings
         let limits = settings.limits
@@ -162,6 +175,8 @@ public struct BridgeRouter {
         carrierVerifier = EventVerifier(
             configuration: .init(burst: Double(limits.verificationsPerMinute), perSecond: Double(limits.verificationsPerMinute) / 60))
         self.rendezvousKey = rendezvousKey
+        self.channelKey = settings.channel == nil ? nil : channelKey
+        presenceRandom = SeededRandom(seed: presenceSeed)
         ring = Set(settings.rendezvousCell?.ring.map(\.string) ?? [])
     }
 
@@ -271,6 +286,7 @@ public struct BridgeRouter {
             actions += publishActions(event)
         }
         actions += presence(now: now, force: true)
+        actions += channelPresence(now: now, force: true)
         return actions
     }
 
@@ -289,21 +305,26 @@ public struct BridgeRouter {
     // MARK: Mesh side
 
     /// A public message heard on the radio (signature verified by the mesh engine).
+    ///
+    /// Every one is judged, also with the uplink mirror off: the verdict decides whether this bridge relays
+    /// it further on the mesh (SPAM-FILTER §1), so the first action is always ``Action/meshRelay(stableID:relay:)``.
+    /// A hidden message is counted `mesh_to_nostr.hidden.<rule>` either way (it crosses nothing).
     public mutating func meshMessage(
         _ message: MeshPublicMessage, senderKey: String, identity: IdentityKey? = nil, judge: (Candidate) -> Verdict
     ) -> [Action] {
         // Loop rule 3: the island has this radio copy; a bridged copy naming it is never rebroadcast.
         loop.recordRadioCopy(stableID: message.stableID)
-        guard settings.mirrorUplink, settings.channel != nil else { return [] }
         let candidate = Candidate(
             direction: .meshToNostr, senderKey: senderKey, identity: identity, messageID: message.stableID,
             timestamp: Double(message.timestamp) / 1000, text: message.text, displayName: message.nickname)
         if case .hide(let rule) = judge(candidate) {
             count("mesh_to_nostr.hidden.\(rule)")
-            return []
+            return [.meshRelay(stableID: message.stableID, relay: false)]
         }
+        let relay = Action.meshRelay(stableID: message.stableID, relay: true)
+        guard settings.mirrorUplink, settings.channel != nil else { return [relay] }
         count("mesh_to_nostr.mirrored")
-        return [.mirrorUplink(message, senderKey: senderKey)]
+        return [relay, .mirrorUplink(message, senderKey: senderKey)]
     }
 
     /// A carrier from the mesh: a deposit directed to us (packet signature already verified against the
@@ -436,6 +457,7 @@ public struct BridgeRouter {
             }
         }
         actions += presence(now: now, force: false)
+        actions += channelPresence(now: now, force: false)
         return actions
     }
 
@@ -460,6 +482,38 @@ public struct BridgeRouter {
         else { return [] }
         lastPresence = now
         count("presence.sent")
+        return [.publish(event)]
+    }
+
+    /// Channel presence (NOSTR-GEO §5.3; gateway role): kind 20001, empty content, tags exactly
+    /// `[["g", channel]]`, no `n` tag, signed with the channel key, so phones count the bridge among the
+    /// channel's people (they count a key for 5 min after its last 20000/20001 event).
+    ///
+    /// Cadence, decided: the phones' own — a fresh uniformly random interval in
+    /// ``BridgeLimits/channelPresenceMinimum``…``BridgeLimits/channelPresenceMaximum`` (40–80 s) after each
+    /// presence, always inside the 5-minute counting window, and randomised so bridges and phones do not
+    /// beat in step. One is sent as soon as a relay connects (not closer than
+    /// ``BridgeLimits/minimumPresenceSpacing`` to the last one, so a flapping relay cannot make a burst);
+    /// none while no relay is connected. Phones send presence only for 2-, 4- and 5-character channels;
+    /// the bridge sends it for whatever channel it serves, since it is present there.
+    private mutating func channelPresence(now: Double, force: Bool) -> [Action] {
+        guard relaysUp, let channel = settings.channel, let key = channelKey else { return [] }
+        if force {
+            if let last = lastChannelPresence, now - last < settings.limits.minimumPresenceSpacing { return [] }
+        } else if let next = nextChannelPresence, now < next {
+            return []
+        }
+        guard
+            let event = try? UnsignedEvent(
+                pubkey: key.publicKey, createdAt: Int64(now), kind: NostrKind.presence, tags: [["g", channel.string]], content: ""
+            ).signed(with: key)
+        else { return [] }
+        lastChannelPresence = now
+        let limits = settings.limits
+        let span = max(0, limits.channelPresenceMaximum - limits.channelPresenceMinimum)
+        let unit = Double(presenceRandom.next() >> 11) / Double(1 << 53)
+        nextChannelPresence = now + limits.channelPresenceMinimum + span * unit
+        count("presence.channel.sent")
         return [.publish(event)]
     }
 
@@ -492,6 +546,9 @@ public struct BridgeLimits: Sendable, Equatable {
     /// Presence cadence and the minimum spacing between two presences (seconds).
     public var presenceInterval: Double = 240
     public var minimumPresenceSpacing: Double = 30
+    /// Channel presence (gateway role) every uniformly random 40–80 s, as phones do (NOSTR-GEO §5.3).
+    public var channelPresenceMinimum: Double = 40
+    public var channelPresenceMaximum: Double = 80
     /// Extra hold per peer bridge in direct range that sorts before this one (seconds): longer than the
     /// whole random hold range, so the earlier bridge's broadcast arrives first even under load.
     public var yieldPerBridgeAhead: Double = 2

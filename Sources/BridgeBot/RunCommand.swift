@@ -149,6 +149,12 @@ struct BridgeRuntime: Sendable {
             } catch {
                 throw .failure("cannot join the mesh at tcp://\(host):\(port): \(error)")
             }
+        case .tcpSegments(let urls):
+            do {
+                transport = try RadioClientTransport.connect(try urls.map { try RadioClientTransport.Endpoint(url: $0) })
+            } catch {
+                throw .failure("cannot join the mesh at \(urls.joined(separator: ",")): \(error)")
+            }
         case .bluez(let adapter):
             do {
                 transport = try BlueZTransport.start(options: .init(adapter: adapter), logger: logger.child("bluez"))
@@ -162,8 +168,11 @@ struct BridgeRuntime: Sendable {
         let identity = MeshIdentity(
             noisePublicKey: keys.noiseKey.publicKey, signingKey: keys.signingKey, nickname: config.nickname,
             capabilities: capabilities, bridgeGeohash: config.rendezvousCell?.string)
+        // The bridge relays a public message only once its judgement passed it (SPAM-FILTER §1).
+        var meshConfiguration = MeshPeerEngine.Configuration()
+        meshConfiguration.gatePublicRelays = true
         let node = MeshNode(
-            engine: MeshPeerEngine(identity: identity), transport: transport, wallClock: { WallClock.nowMs() },
+            engine: MeshPeerEngine(identity: identity, configuration: meshConfiguration), transport: transport, wallClock: { WallClock.nowMs() },
             seed: SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
 
         let remembered: (published: [EventID], rebroadcast: [EventID])
@@ -181,7 +190,8 @@ struct BridgeRuntime: Sendable {
                 channel: config.gateway ? config.geohash : nil, rendezvousCell: config.rendezvous ? config.rendezvousCell : nil,
                 mirrorDownlink: config.mirrorDownlink, mirrorUplink: config.mirrorUplink),
             ownKeys: Set([channelKey?.publicKey, rendezvousKey?.publicKey].compactMap { $0 }), rendezvousKey: rendezvousKey,
-            remembered: remembered)
+            remembered: remembered, channelKey: channelKey,
+            presenceSeed: SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         let spamConfig: SpamFilterConfig
         let modlogConfig: ModerationLogConfig
         do {

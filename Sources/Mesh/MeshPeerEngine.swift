@@ -94,6 +94,10 @@ public enum MeshInput: Sendable {
     case sendAnnounce
     /// Originate any packet (sender and timestamp are set by the engine; signed if `sign`).
     case originate(MeshPacket, sign: Bool)
+    /// The owner's verdict on a public message it was given (``MeshAction/publicMessage(_:)``), with
+    /// ``MeshPeerEngine/Configuration/gatePublicRelays`` on: `relay` sends the held copy on, otherwise it
+    /// is withheld. Remembered by stable ID; a verdict for a message no longer held only updates that memory.
+    case relayVerdict(stableID: String, relay: Bool)
 }
 
 /// What the engine asks its driver to do or tells it happened.
@@ -119,6 +123,8 @@ public enum MeshAction: Sendable, Equatable {
 /// - Relay per §7.5 (TTL clamps by degree, jitter from `random`), split horizon, fan-out subset (§7.6) for
 ///   relayed broadcasts. Decision: packets we originate go on every link — a bridge has few links and no
 ///   gossip sync to repair a link the subset skipped.
+/// - With ``Configuration/gatePublicRelays`` (the bridge), a verified public broadcast message is relayed
+///   only after the owner's ``MeshInput/relayVerdict(stableID:relay:)`` (``RelayGate``).
 /// - Frames larger than a link's MTU are cut into v1 fragments (chunk = MTU − 43, ≥ 64, ≤ 256 fragments so
 ///   Android can reassemble), paced 30 ms apart.
 /// - Deviation, documented: fragments are deduplicated like other packets (iOS instead drops repeats within
@@ -149,6 +155,10 @@ public struct MeshPeerEngine {
         public var peerTimeoutMs: UInt64 = 60_000
         /// Spacing between fragments of one frame (iOS: 30 ms).
         public var fragmentSpacingMs: UInt64 = 30
+        /// Relay verified public broadcast messages only after the owner's ``MeshInput/relayVerdict(stableID:relay:)``
+        /// (the bridge: a message its spam filter hides is not relayed by it, SPAM-FILTER §1). Off for plain
+        /// peers, which relay at once. See ``RelayGate`` for what is gated and what happens without a verdict.
+        public var gatePublicRelays = false
         public init() {}
     }
 
@@ -161,6 +171,7 @@ public struct MeshPeerEngine {
     private var links: [MeshLinkID: Int] = [:]
     private var linkBinding: [MeshLinkID: MeshPeerID] = [:]
     private var dedup = DedupSet()
+    private var gate = RelayGate()
     private var reassembler = Reassembler()
     private var nextAnnounceAt: UInt64 = 0
     private var announcedBackAt: [MeshPeerID: UInt64] = [:]
@@ -173,6 +184,8 @@ public struct MeshPeerEngine {
     }
 
     public var linkCount: Int { links.count }
+    /// Public messages waiting for the owner's relay verdict.
+    public var heldForVerdict: Int { gate.heldCount }
     public func boundPeer(of link: MeshLinkID) -> MeshPeerID? { linkBinding[link] }
 
     public mutating func handle(
@@ -216,6 +229,14 @@ public struct MeshPeerEngine {
             packet.sender = identity.peerID
             packet.timestamp = now
             originate(packet, sign: sign, into: &actions)
+        case .relayVerdict(let stableID, let allowed):
+            guard let held = gate.resolve(stableID, relay: allowed) else { break }
+            if allowed {
+                count("relay.gate.released")
+                relay(held.packet, from: held.ingress, now: now, random: &random, into: &actions)
+            } else {
+                count("relay.gate.withheld")
+            }
         }
         return actions
     }
@@ -270,6 +291,7 @@ public struct MeshPeerEngine {
         }
         reassembler.sweep(now: now)
         dedup.expire(now: now)
+        for _ in gate.expire(now: now) { count("relay.gate.expired") }
     }
 
     // MARK: Ingress
@@ -343,11 +365,23 @@ public struct MeshPeerEngine {
                 break
             }
             peers[packet.sender]?.lastSeen = now
+            let stableID = MeshMessageIdentity.stableID(senderHex: packet.sender.hex, timestampMs: packet.timestamp, content: text)
             actions.append(.publicMessage(MeshPublicMessage(
                 sender: packet.sender, nickname: peer.nickname, text: text, timestamp: packet.timestamp,
-                stableID: MeshMessageIdentity.stableID(senderHex: packet.sender.hex, timestampMs: packet.timestamp, content: text),
-                ttl: packet.ttl
+                stableID: stableID, ttl: packet.ttl
             )))
+            if relay, configuration.gatePublicRelays, packet.isBroadcast {
+                // The relay waits for the owner's verdict (or follows the one already given).
+                let (outcome, evicted) = gate.admit(stableID, packet: packet, ingress: link, now: now)
+                if evicted != nil { count("relay.gate.overflow") }
+                switch outcome {
+                case .held: relay = false
+                case .relay: count("relay.gate.cachedRelay")
+                case .withhold:
+                    count("relay.gate.cachedWithhold")
+                    relay = false
+                }
+            }
         case .leave:
             guard let peer = peers[packet.sender], packet.verifySignature(peer.signingPublicKey).isValid else {
                 // A forged leave is neither applied nor relayed (§5.5).
