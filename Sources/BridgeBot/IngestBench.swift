@@ -85,7 +85,7 @@ enum IngestBench {
                 hidden += 1
                 continue
             }
-            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: "u4pruy", eventJSON: Array(event.json.utf8))
+            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: "u4pruy", eventJSON: event.jsonBytes)
             guard let encoded = try? payload.encode() else { continue }
             lap(3)
             guard let frame = try? MeshPacket(type: .nostrCarrier, timestamp: UInt64(now * 1000), sender: sender, payload: encoded).encode()
