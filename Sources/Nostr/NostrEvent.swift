@@ -148,6 +148,20 @@ public struct UnverifiedEvent: Equatable, Sendable {
         CanonicalJSON.serialize(pubkeyHex: pubkeyHex, createdAt: createdAt, kind: kind, tags: tags, content: content)
     }
 
+    /// Fields already checked by a parser (``EventFrameFastPath``).
+    init(
+        claimedID: EventID?, pubkeyHex: String, createdAt: Int64, kind: Int, tags: [[String]], content: String,
+        signature: SchnorrSignature?
+    ) {
+        self.claimedID = claimedID
+        self.pubkeyHex = pubkeyHex
+        self.createdAt = createdAt
+        self.kind = kind
+        self.tags = tags
+        self.content = content
+        self.signature = signature
+    }
+
     /// Parses an event object. `id` and `sig` may be absent; every present field must be well formed.
     public init(json value: JSONValue) throws(NostrError) {
         guard case .object(let members) = value else { throw .wrongType(field: "event") }
