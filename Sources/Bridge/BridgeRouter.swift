@@ -210,7 +210,7 @@ public struct BridgeRouter {
                 return []
             }
             guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
-            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: channel.string, eventJSON: Array(event.json.utf8))
+            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: channel.string, eventJSON: event.jsonBytes)
             let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
             if gatewayDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
                 count("downlink.drop.queue_full")
@@ -257,7 +257,7 @@ public struct BridgeRouter {
             return []
         }
         guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
-        let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: Array(event.json.utf8))
+        let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: event.jsonBytes)
         let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: stableID)
         if bridgeDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
             count("downlink.drop.queue_full")

@@ -103,7 +103,7 @@ enum MeshDepositCommand {
                 content: text)
             if direction == .toGateway { unsigned = try NostrPoW.mine(unsigned, target: 8).event }  // as iOS mines chat
             let event = try unsigned.signed(with: key)
-            let payload = try NostrCarrierPayload(direction: direction, geohash: place, eventJSON: Array(event.json.utf8)).encode()
+            let payload = try NostrCarrierPayload(direction: direction, geohash: place, eventJSON: event.jsonBytes).encode()
             let packet = MeshPacket(
                 type: .nostrCarrier, timestamp: WallClock.nowMs(), sender: setup.identity.peerID, recipient: target.id,
                 payload: payload)

@@ -91,7 +91,31 @@ public struct NostrEvent: Equatable, Sendable {
     }
 
     /// Compact JSON of ``jsonValue``.
-    public var json: String { JSONWriter.compact(jsonValue) }
+    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// Compact JSON of ``jsonValue`` as UTF-8, written straight into one buffer (no value tree, no
+    /// intermediate strings): byte-identical to `JSONWriter.compact(jsonValue)`, which a test pins. The
+    /// bridge puts this on every carrier packet, so it is on the per-event path.
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256 + content.utf8.count + tags.count * 24)
+        out.append(contentsOf: #"{"id":""#.utf8)
+        Hex.append(id.bytes, to: &out)
+        out.append(contentsOf: #"","pubkey":""#.utf8)
+        Hex.append(pubkey.bytes, to: &out)
+        out.append(contentsOf: #"","created_at":"#.utf8)
+        CanonicalJSON.appendDecimal(createdAt, into: &out)
+        out.append(contentsOf: #","kind":"#.utf8)
+        CanonicalJSON.appendDecimal(Int64(kind), into: &out)
+        out.append(contentsOf: #","tags":"#.utf8)
+        CanonicalJSON.appendTags(tags, into: &out)
+        out.append(contentsOf: #","content":"#.utf8)
+        JSONWriter.appendString(content, into: &out)
+        out.append(contentsOf: #","sig":""#.utf8)
+        Hex.append(signature.bytes, to: &out)
+        out.append(contentsOf: #""}"#.utf8)
+        return out
+    }
 }
 
 /// An event as parsed from the wire: shape and limits checked, nothing cryptographic yet.
@@ -122,6 +146,20 @@ public struct UnverifiedEvent: Equatable, Sendable {
     /// The canonical bytes of this event as claimed.
     public var canonicalBytes: [UInt8] {
         CanonicalJSON.serialize(pubkeyHex: pubkeyHex, createdAt: createdAt, kind: kind, tags: tags, content: content)
+    }
+
+    /// Fields already checked by a parser (``EventFrameFastPath``).
+    init(
+        claimedID: EventID?, pubkeyHex: String, createdAt: Int64, kind: Int, tags: [[String]], content: String,
+        signature: SchnorrSignature?
+    ) {
+        self.claimedID = claimedID
+        self.pubkeyHex = pubkeyHex
+        self.createdAt = createdAt
+        self.kind = kind
+        self.tags = tags
+        self.content = content
+        self.signature = signature
     }
 
     /// Parses an event object. `id` and `sig` may be absent; every present field must be well formed.
@@ -239,10 +277,20 @@ enum CanonicalJSON {
         out.append(contentsOf: "[0,".utf8)
         JSONWriter.appendString(pubkeyHex, into: &out)
         out.append(UInt8(ascii: ","))
-        out.append(contentsOf: String(createdAt).utf8)
+        appendDecimal(createdAt, into: &out)
         out.append(UInt8(ascii: ","))
-        out.append(contentsOf: String(kind).utf8)
-        out.append(contentsOf: ",[".utf8)
+        appendDecimal(Int64(kind), into: &out)
+        out.append(UInt8(ascii: ","))
+        appendTags(tags, into: &out)
+        out.append(UInt8(ascii: ","))
+        JSONWriter.appendString(content, into: &out)
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
+    /// `[["t","v"],…]` with the canonical string escaping.
+    static func appendTags(_ tags: [[String]], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
         for (i, tag) in tags.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(UInt8(ascii: "["))
@@ -252,9 +300,22 @@ enum CanonicalJSON {
             }
             out.append(UInt8(ascii: "]"))
         }
-        out.append(contentsOf: "],".utf8)
-        JSONWriter.appendString(content, into: &out)
         out.append(UInt8(ascii: "]"))
-        return out
+    }
+
+    /// The decimal digits of `value` (what `String(value)` spells), without a temporary string.
+    static func appendDecimal(_ value: Int64, into out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch for ≤ 19 digits, written backwards
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            repeat {
+                count += 1
+                scratch[24 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: scratch[(24 - count)..<24])
+        }
     }
 }

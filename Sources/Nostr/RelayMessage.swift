@@ -33,6 +33,13 @@ public enum RelayMessage: Equatable, Sendable {
     /// Parses one text frame. Every rejection is a named ``NostrError``.
     public static func parse(_ frame: [UInt8]) throws(NostrError) -> RelayMessage {
         guard frame.count <= Limits.maxFrameBytes else { throw .frameTooLarge(bytes: frame.count) }
+        if let event = frame.withUnsafeBufferPointer({ EventFrameFastPath.parse($0) }) { return event }
+        return try parseGeneral(frame)
+    }
+
+    /// The strict general parser alone (the reference the fast path is tested against).
+    static func parseGeneral(_ frame: [UInt8]) throws(NostrError) -> RelayMessage {
+        guard frame.count <= Limits.maxFrameBytes else { throw .frameTooLarge(bytes: frame.count) }
         let value: JSONValue
         do {
             value = try JSONParser(limits: .init(maxBytes: Limits.maxFrameBytes, maxDepth: Limits.maxDepth)).parse(frame)

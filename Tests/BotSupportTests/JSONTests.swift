@@ -105,3 +105,41 @@ struct HexTests {
         #expect(!Hex.isLowercase("00ab", byteCount: 3))
     }
 }
+
+@Suite("Hex fast paths")
+struct HexFastPathTests {
+    /// The generic (Sequence / StringProtocol) forms are the reference: Substring and a lazy sequence
+    /// route there, String and [UInt8] take the concrete overloads.
+    @Test("the [UInt8]/String overloads agree with the generic forms on random and crafted inputs")
+    func agree() throws {
+        var rng = SeededRandom(seed: 0x4e58)
+        let alphabet = Array("0123456789abcdefABCDEFgz \u{e9}".unicodeScalars)
+        for round in 0..<2_000 {
+            let bytes = (0..<Int.random(in: 0...70, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let generic = Hex.encode(bytes.lazy.map { $0 })
+            #expect(Hex.encode(bytes) == generic)
+            var appended: [UInt8] = [0x41]
+            Hex.append(bytes, to: &appended)
+            #expect(appended == [0x41] + Array(generic.utf8))
+            // Text: mostly hex, sometimes a wrong character, odd length or uppercase.
+            var text = round % 3 == 0 ? generic.uppercased() : generic
+            if round % 5 == 0 {
+                text = String(String.UnicodeScalarView((0..<Int.random(in: 0...9, using: &rng)).map { _ in
+                    alphabet[Int.random(in: 0..<alphabet.count, using: &rng)]
+                }))
+            }
+            let expected = Int.random(in: 0...3, using: &rng) == 0 ? nil : Optional(text.utf8.count / 2)
+            let fast = Result { () throws(Hex.DecodeError) -> [UInt8] in try Hex.decode(text, expectedCount: expected) }
+            let reference = Result { () throws(Hex.DecodeError) -> [UInt8] in try Hex.decode(text[...], expectedCount: expected) }
+            #expect(fast == reference, "\(text)")
+            for count in [text.utf8.count / 2, text.utf8.count / 2 + 1] {
+                #expect(Hex.isLowercase(text, byteCount: count) == Hex.isLowercase(text[...], byteCount: count), "\(text)")
+            }
+        }
+        #expect(Hex.encode([UInt8]()) == "")
+        #expect(try Hex.decode("", expectedCount: 0) == [])
+        #expect(throws: Hex.DecodeError.invalidCharacter(offset: 2)) { try Hex.decode("00g0") }
+        #expect(throws: Hex.DecodeError.invalidCharacter(offset: 3)) { try Hex.decode("000g") }
+        #expect(!Hex.isLowercase("0\u{e9}", byteCount: 1))
+    }
+}

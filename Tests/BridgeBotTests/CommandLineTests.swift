@@ -114,4 +114,23 @@ struct CommandLineTests {
         let neighbors = try JSONParser().parse(try await runBridge(["geohash", "neighbors", "upbpbpbp"]).stdout)
         #expect(neighbors["neighbors"]?.arrayValue?.count == 5)
     }
+
+    @Test("bench ingest --quick --json: every event verifies, passes the filter and is carried; stage figures present")
+    func benchIngestQuick() async throws {
+        let result = try await runBridge(["bench", "ingest", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["bench"] == .string("ingest"))
+        let verify = try #require(json["cases"]?["verify_only"])
+        let pipeline = try #require(json["cases"]?["pipeline"])
+        let events = try #require(verify["events"]?.numberValue)
+        #expect(events == 400)
+        #expect(verify["valid"]?.numberValue == events)
+        #expect(pipeline["carried"]?.numberValue == events)
+        #expect(pipeline["hidden"]?.numberValue == 0)
+        for metric in ["events_per_s", "fraction_of_verify", "per_event_us", "beyond_verify_us", "budget_at_70_percent_us",
+                       "parse_us", "verify_us", "judge_us", "carrier_us", "packet_us", "carrier_bytes"] {
+            #expect(pipeline[metric]?.numberValue.map { $0 > 0 } == true, "pipeline.\(metric)")
+        }
+    }
 }
