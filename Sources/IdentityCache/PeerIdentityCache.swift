@@ -199,12 +199,26 @@ public final class PeerIdentityCache {
                 .map(\.key).filter { !lists.protects($0) && $0 != announcer }
             report.forgottenByAge = try store.delete(Array(expired))
         }
-        var count = try store.strangerCount()
-        for key in lists.allowed.union(lists.verified).union(lists.blocked) {
-            if let record = try store.record(key), record.isStranger { count -= 1 }
+        // When the O(1) counter already says the cap is exceeded, the rows the ranking must read anyway give the
+        // exact count, so no separate COUNT runs. Otherwise the store counts (every daily pass re-derives the
+        // counter from the store, so it cannot drift for long). Either way the count excludes every protected key.
+        var strangers: [RetentionRow]?
+        var count: Int
+        if let known = strangerCount, known - report.forgottenByAge > RetentionRules.Limits.strangerCap {
+            let rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            strangers = rows
+            count = rows.count
+        } else {
+            count = try store.strangerCount()
+            for key in lists.allowed.union(lists.verified).union(lists.blocked) {
+                if let record = try store.record(key), record.isStranger { count -= 1 }
+            }
         }
         if count > RetentionRules.Limits.strangerCap {
-            let rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            let rows: [RetentionRow]
+            if let strangers { rows = strangers } else {
+                rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            }
             let victims = RetentionRules.capEvictions(strangers: rows, today: today, announcer: announcer)
             report.evictedByCap = try store.delete(victims)
             count -= report.evictedByCap
