@@ -60,6 +60,7 @@ public final class SQLiteIdentityStore: IdentityStore {
     private let upsert: SQLiteStatement
     private let updateStamp: SQLiteStatement
     private let deleteRecord: SQLiteStatement
+    private let deleteBatch: SQLiteStatement
     private let countAll: SQLiteStatement
     private let countStrangers: SQLiteStatement
     private let selectStrangers: SQLiteStatement
@@ -98,6 +99,8 @@ public final class SQLiteIdentityStore: IdentityStore {
                 """)
             updateStamp = try database.prepare("UPDATE identity_records SET last_seen_day = ? WHERE kind = ? AND key = ?")
             deleteRecord = try database.prepare("DELETE FROM identity_records WHERE kind = ? AND key = ?")
+            deleteBatch = try database.prepare(
+                "DELETE FROM identity_records WHERE kind = ? AND key IN (\(Array(repeating: "?", count: Self.deleteBatch).joined(separator: ",")))")
             countAll = try database.prepare("SELECT COUNT(*) FROM identity_records")
             countStrangers = try database.prepare("SELECT COUNT(*) FROM identity_records WHERE stranger = 1")
             selectStrangers = try database.prepare(
@@ -163,6 +166,10 @@ public final class SQLiteIdentityStore: IdentityStore {
             throw .sqlite(error)
         }
     }
+
+    /// Keys per execution of the cached batch DELETE (one kind per batch): enough to share the statement's fixed
+    /// cost, few enough parameters to keep its one preparation cheap.
+    static let deleteBatch = 64
 
     private static func keyValues(_ key: IdentityKey) -> [SQLiteValue] {
         [.integer(Int64(key.kind.rawValue)), .blob(key.bytes)]
@@ -283,14 +290,25 @@ public final class SQLiteIdentityStore: IdentityStore {
     public func delete(_ keys: [IdentityKey]) throws(IdentityStoreError) -> Int {
         try transaction { () throws(IdentityStoreError) in
             try sqlite { () throws(SQLiteError) in
-                // One step of the cached statement per key: each is a primary-key seek plus the three index
-                // entries. Measured with callgrind on a 501-key cap pass, this costs about half the instructions of
-                // one multi-row `DELETE … IN (VALUES …)`, which had to be parsed on every pass and deleted in two
-                // passes through an ephemeral table.
+                // Full batches of one kind go through the cached `kind = ? AND key IN (…)` statement (a primary-key
+                // seek per key, in one statement execution); the rest one cached single-key statement each.
+                // Measured with callgrind on a 501-key cap pass: the batches cost about 30% fewer instructions than
+                // one statement per key (whose fixed cost per execution is ~4k instructions), and about a third of
+                // a multi-row `IN (VALUES …)` built per pass (parsed each time, deleted through an ephemeral table).
                 var removed = 0
-                for key in keys {
-                    try deleteRecord.run(Self.keyValues(key))
-                    removed += database.changes
+                for kind in IdentityKind.allCases {
+                    let ofKind = keys.filter { $0.kind == kind }
+                    var start = 0
+                    while ofKind.count - start >= Self.deleteBatch {
+                        let batch = ofKind[start..<start + Self.deleteBatch]
+                        try deleteBatch.run([.integer(Int64(kind.rawValue))] + batch.map { .blob($0.bytes) })
+                        removed += database.changes
+                        start += Self.deleteBatch
+                    }
+                    for key in ofKind[start...] {
+                        try deleteRecord.run(Self.keyValues(key))
+                        removed += database.changes
+                    }
                 }
                 return removed
             }

@@ -114,7 +114,7 @@ struct SQLiteIdentityStoreTests {
         #expect(try store.strangerRows(stampedAtOrBefore: nil).sorted { $0.key < $1.key } == [
             RetentionRow(key: try meshKey(1), lastSeen: day(3), firstSeen: stranger.firstSeen),
             RetentionRow(key: try meshKey(2), lastSeen: nil, firstSeen: unstamped.firstSeen),
-        ])
+        ].sorted { $0.key < $1.key })
         #expect(try store.strangerRows(stampedAtOrBefore: day(3)).map(\.key) == [try meshKey(1)])
         #expect(try store.unstampedStrangerKeys() == [try meshKey(2)])
         #expect(try store.integrityCheck() == ["ok"])
