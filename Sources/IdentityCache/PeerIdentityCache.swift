@@ -205,7 +205,7 @@ public final class PeerIdentityCache {
         var strangers: [RetentionRow]?
         var count: Int
         if let known = strangerCount, known - report.forgottenByAge > RetentionRules.Limits.strangerCap {
-            let rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            let rows = try unprotectedStrangers(lists)
             strangers = rows
             count = rows.count
         } else {
@@ -217,7 +217,7 @@ public final class PeerIdentityCache {
         if count > RetentionRules.Limits.strangerCap {
             let rows: [RetentionRow]
             if let strangers { rows = strangers } else {
-                rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+                rows = try unprotectedStrangers(lists)
             }
             let victims = RetentionRules.capEvictions(strangers: rows, today: today, announcer: announcer)
             report.evictedByCap = try store.delete(victims)
@@ -237,6 +237,12 @@ public final class PeerIdentityCache {
                 ("pass.evicted", .integer(Int64(report.evictedByCap))), ("identity.strangers", .integer(Int64(count))),
             ])
         return report
+    }
+
+    /// Every stranger row the policy file does not protect (no copy when the file lists nobody).
+    private func unprotectedStrangers(_ lists: OperatorLists) throws(IdentityStoreError) -> [RetentionRow] {
+        let rows = try store.strangerRows(stampedAtOrBefore: nil)
+        return lists.count == 0 ? rows : rows.filter { !lists.protects($0.key) }
     }
 
     /// Changes the operator's annotations of `key` (creating a row for a key never seen, so a block or an allow
