@@ -199,12 +199,26 @@ public final class PeerIdentityCache {
                 .map(\.key).filter { !lists.protects($0) && $0 != announcer }
             report.forgottenByAge = try store.delete(Array(expired))
         }
-        var count = try store.strangerCount()
-        for key in lists.allowed.union(lists.verified).union(lists.blocked) {
-            if let record = try store.record(key), record.isStranger { count -= 1 }
+        // When the O(1) counter already says the cap is exceeded, the rows the ranking must read anyway give the
+        // exact count, so no separate COUNT runs. Otherwise the store counts (every daily pass re-derives the
+        // counter from the store, so it cannot drift for long). Either way the count excludes every protected key.
+        var strangers: [RetentionRow]?
+        var count: Int
+        if let known = strangerCount, known - report.forgottenByAge > RetentionRules.Limits.strangerCap {
+            let rows = try unprotectedStrangers(lists)
+            strangers = rows
+            count = rows.count
+        } else {
+            count = try store.strangerCount()
+            for key in lists.allowed.union(lists.verified).union(lists.blocked) {
+                if let record = try store.record(key), record.isStranger { count -= 1 }
+            }
         }
         if count > RetentionRules.Limits.strangerCap {
-            let rows = try store.strangerRows(stampedAtOrBefore: nil).filter { !lists.protects($0.key) }
+            let rows: [RetentionRow]
+            if let strangers { rows = strangers } else {
+                rows = try unprotectedStrangers(lists)
+            }
             let victims = RetentionRules.capEvictions(strangers: rows, today: today, announcer: announcer)
             report.evictedByCap = try store.delete(victims)
             count -= report.evictedByCap
@@ -223,6 +237,12 @@ public final class PeerIdentityCache {
                 ("pass.evicted", .integer(Int64(report.evictedByCap))), ("identity.strangers", .integer(Int64(count))),
             ])
         return report
+    }
+
+    /// Every stranger row the policy file does not protect (no copy when the file lists nobody).
+    private func unprotectedStrangers(_ lists: OperatorLists) throws(IdentityStoreError) -> [RetentionRow] {
+        let rows = try store.strangerRows(stampedAtOrBefore: nil)
+        return lists.count == 0 ? rows : rows.filter { !lists.protects($0.key) }
     }
 
     /// Changes the operator's annotations of `key` (creating a row for a key never seen, so a block or an allow

@@ -64,16 +64,15 @@ public enum RetentionRules {
     ) -> [IdentityKey] {
         guard strangers.count > Limits.strangerCap else { return [] }
         let excess = strangers.count - Limits.strangerTrimTarget
-        let ranked = strangers.filter { $0.key != announcer }.map {
-            (row: $0, rank: latestPossibleSighting(stamp: $0.lastSeen, today: today))
+        // Sort keys computed once per row (not per comparison), and indices sorted instead of rows, so a cap pass
+        // over ~2,000 rows moves integers, not records. A missing firstSeen ranks as the oldest arrival.
+        let ranks = strangers.map { latestPossibleSighting(stamp: $0.lastSeen, today: today).number }
+        let arrivals = strangers.map { $0.firstSeen?.millisecondsSince1970 ?? Int64.min }
+        let ordered = strangers.indices.filter { strangers[$0].key != announcer }.sorted { a, b in
+            if ranks[a] != ranks[b] { return ranks[a] < ranks[b] }
+            if arrivals[a] != arrivals[b] { return arrivals[a] > arrivals[b] }
+            return strangers[a].key < strangers[b].key
         }
-        let ordered = ranked.sorted { a, b in
-            if a.rank != b.rank { return a.rank < b.rank }
-            let aFirst = a.row.firstSeen?.millisecondsSince1970 ?? Int64.min
-            let bFirst = b.row.firstSeen?.millisecondsSince1970 ?? Int64.min
-            if aFirst != bFirst { return aFirst > bFirst }
-            return a.row.key < b.row.key
-        }
-        return ordered.prefix(excess).map(\.row.key)
+        return ordered.prefix(excess).map { strangers[$0].key }
     }
 }

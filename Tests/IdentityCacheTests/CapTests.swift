@@ -100,6 +100,36 @@ struct CapTests {
         for i in 0..<600 { #expect(try store.record(try meshKey(i)) != nil) }
     }
 
+    /// The O(1) trigger's counter moves only for strangers: a first contact with a key the policy file lists is
+    /// protected and must not bring the next cap pass closer.
+    @Test(arguments: StoreKind.allCases)
+    func protectedFirstContactsDoNotAdvanceTheCapCounter(kind: StoreKind) throws {
+        let (cache, _) = try makeCache(kind, lists: OperatorLists(allowed: Set(try (100..<150).map(nostrKey))))
+        _ = try cache.recordSighting(try nostrSighting(0), now: at(0))
+        #expect(cache.strangerCount == 1)
+        for i in 100..<150 { _ = try cache.recordSighting(try nostrSighting(i), now: at(0, ms: Int64(i))) }
+        #expect(cache.strangerCount == 1)
+        for i in 1..<6 { _ = try cache.recordSighting(try nostrSighting(i), now: at(0, ms: 1_000 + Int64(i))) }
+        #expect(cache.strangerCount == 6)
+        #expect(cache.counters.passes == 1)
+    }
+
+    /// The counter can run ahead of the store (the operator's CLI forgets rows from another process): when it
+    /// fires, the cap pass counts the rows it reads and trims only a real excess.
+    @Test(arguments: StoreKind.allCases)
+    func aCapPassCountsTheRowsWhenTheCounterRanAhead(kind: StoreKind) throws {
+        let (cache, store) = try makeCache(kind)
+        for i in 0..<2_000 { _ = try cache.recordSighting(try nostrSighting(i), now: at(0, ms: Int64(i))) }
+        #expect(cache.strangerCount == 2_000)
+        #expect(try store.delete(try (0..<10).map(nostrKey)) == 10)
+        let outcome = try cache.recordSighting(try nostrSighting(2_000), now: at(0, ms: 9_999))
+        #expect(outcome.pass?.reason == .cap)
+        #expect(outcome.pass?.evictedByCap == 0)
+        #expect(outcome.pass?.strangersAfter == 1_991)
+        #expect(cache.strangerCount == 1_991)
+        #expect(try store.strangerCount() == 1_991)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func theCapTriggerIsAnO1CounterCheck(kind: StoreKind) throws {
         let counting = CountingStore(try kind.make())

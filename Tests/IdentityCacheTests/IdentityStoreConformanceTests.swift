@@ -83,6 +83,31 @@ struct IdentityStoreConformanceTests {
         #expect(try store.count() == 0)
     }
 
+    /// A cap pass deletes hundreds of keys at once: both kinds mixed, repeated and missing keys, more than one batch
+    /// of the SQLite store's multi-key statement plus a remainder.
+    @Test(arguments: StoreKind.allCases)
+    func deletingManyKeysRemovesExactlyThoseRows(kind: StoreKind) throws {
+        let store = try kind.make()
+        for i in 0..<300 { try store.put(try meshRecord(i)) }
+        for i in 0..<100 { try store.put(IdentityRecord(key: try nostrKey(i), nickname: "n\(i)", firstSeen: at(0), lastSeen: day(0))) }
+        let meshVictims = try (0..<300).filter { $0 % 2 == 0 }.map(meshKey)
+        let nostrVictims = try (0..<100).filter { $0 % 3 == 0 }.map(nostrKey)
+        let missing = try (1_000..<1_070).map(meshKey)
+        let keys = meshVictims + nostrVictims + missing + Array(meshVictims.prefix(70))
+        #expect(try store.delete(keys.shuffled()) == meshVictims.count + nostrVictims.count)
+        #expect(try store.count() == 400 - meshVictims.count - nostrVictims.count)
+        for i in 0..<300 {
+            let kept = i % 2 != 0
+            #expect(try (store.record(try meshKey(i)) != nil) == kept)
+            #expect(try (store.signingKey(peerID: UInt64(0x1000_0000 + i)) != nil) == kept)
+            #expect(try store.keys(nickname: "m\(i)", limit: 2) == (kept ? [try meshKey(i)] : []))
+        }
+        for i in 0..<100 {
+            #expect(try (store.record(try nostrKey(i)) != nil) == (i % 3 != 0))
+        }
+        #expect(try store.strangerRows(stampedAtOrBefore: nil).count == store.count())
+    }
+
     @Test(arguments: StoreKind.allCases)
     func strangerQueriesSeeOnlyUnannotatedRows(kind: StoreKind) throws {
         let store = try kind.make()

@@ -59,6 +59,82 @@ struct SQLiteIdentityStoreTests {
         }
     }
 
+    /// The identity tables exactly as schema version 1 shipped them (frozen here: the migration must read this).
+    static let schemaV1 = """
+        CREATE TABLE identity_records(
+            kind INTEGER NOT NULL, key BLOB NOT NULL, noise_key BLOB, signing_key BLOB, peer_id INTEGER, nickname TEXT,
+            first_seen_ms INTEGER, last_seen_day INTEGER, allowed INTEGER NOT NULL DEFAULT 0,
+            verified INTEGER NOT NULL DEFAULT 0, blocked INTEGER NOT NULL DEFAULT 0, trust INTEGER NOT NULL DEFAULT 0,
+            petname TEXT, notes TEXT, stranger INTEGER NOT NULL, PRIMARY KEY(kind, key)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX identity_records_peer_id ON identity_records(peer_id) WHERE peer_id IS NOT NULL;
+        CREATE INDEX identity_records_nickname ON identity_records(nickname) WHERE nickname IS NOT NULL;
+        CREATE INDEX identity_records_stranger_stamp ON identity_records(last_seen_day) WHERE stranger = 1;
+        """
+
+    @Test func aVersion1DatabaseMigratesWithItsDataIntact() throws {
+        let directory = temporaryDirectory()
+        defer { removeTree(directory) }
+        let path = directory + "/bridge.sqlite3"
+        let stranger = try record(1)
+        let unstamped = try record(2)
+        var annotated = try record(3)
+        annotated.annotations = Annotations(blocked: true, trust: .casual, petname: "pet", notes: "note")
+        do {
+            let old = try SQLiteDatabase(path: path)
+            try old.execute("CREATE TABLE schema_versions(component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+            try old.execute(Self.schemaV1)
+            try old.execute("INSERT INTO schema_versions VALUES('identity', 1)")
+            let insert = try old.prepare(
+                """
+                INSERT INTO identity_records(kind, key, noise_key, signing_key, peer_id, nickname, first_seen_ms, last_seen_day,
+                    allowed, verified, blocked, trust, petname, notes, stranger)
+                VALUES(?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?)
+                """)
+            for (item, stamp) in [(stranger, Optional(day(3))), (unstamped, nil), (annotated, nil)] {
+                let a = item.annotations
+                try insert.run([
+                    .integer(Int64(item.key.kind.rawValue)), .blob(item.key.bytes), .blob(item.pins?.noiseKey ?? []),
+                    .blob(item.pins?.signingKey ?? []), .integer(Int64(item.peerID ?? 0)), .text(item.nickname ?? ""),
+                    .integer(item.firstSeen?.millisecondsSince1970 ?? 0), stamp.map { .integer(Int64($0.number)) } ?? .null,
+                    .integer(a.blocked ? 1 : 0), .integer(Int64(a.trust.rawValue)), a.petname.map { .text($0) } ?? .null,
+                    a.notes.map { .text($0) } ?? .null, .integer(item.isStranger ? 1 : 0),
+                ])
+            }
+        }
+        let store = try SQLiteIdentityStore(path: path)
+        var stamped = stranger
+        stamped.lastSeen = day(3)
+        #expect(try store.record(try meshKey(1)) == stamped)
+        #expect(try store.record(try meshKey(2)) == unstamped)
+        #expect(try store.record(try meshKey(3)) == annotated)
+        #expect(try store.signingKey(peerID: 0x1000_0003) == bytes32(3, salt: 0x53))
+        #expect(try store.keys(nickname: "n2", limit: 5) == [try meshKey(2)])
+        #expect(try store.strangerCount() == 2)
+        #expect(try store.strangerRows(stampedAtOrBefore: nil).sorted { $0.key < $1.key } == [
+            RetentionRow(key: try meshKey(1), lastSeen: day(3), firstSeen: stranger.firstSeen),
+            RetentionRow(key: try meshKey(2), lastSeen: nil, firstSeen: unstamped.firstSeen),
+        ].sorted { $0.key < $1.key })
+        #expect(try store.strangerRows(stampedAtOrBefore: day(3)).map(\.key) == [try meshKey(1)])
+        #expect(try store.unstampedStrangerKeys() == [try meshKey(2)])
+        #expect(try store.integrityCheck() == ["ok"])
+        let database = try SQLiteDatabase(path: path)
+        let version = try database.prepare("SELECT version FROM schema_versions WHERE component = 'identity'").query { $0.int64(0) }
+        #expect(version == [Int64(SQLiteIdentityStore.schemaVersion)])
+        let indexes = try database.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'identity_records' AND sql IS NOT NULL ORDER BY name"
+        ).query { $0.text(0) }
+        #expect(indexes == ["identity_records_nickname", "identity_records_peer_id", "identity_records_strangers"])
+        // The retention reads are answered from the strangers' index alone (no row of the table is visited).
+        for sql in [
+            "SELECT kind, key, last_seen_day, first_seen_ms FROM identity_records WHERE stranger = 1",
+            "SELECT COUNT(*) FROM identity_records WHERE stranger = 1",
+        ] {
+            let plan = try database.prepare("EXPLAIN QUERY PLAN " + sql).query { $0.text(3) }
+            #expect(plan.contains { $0.contains("COVERING INDEX identity_records_strangers") }, "\(sql): \(plan)")
+        }
+    }
+
     @Test func aCorruptRowIsANamedErrorNotACrash() throws {
         let directory = temporaryDirectory()
         defer { removeTree(directory) }

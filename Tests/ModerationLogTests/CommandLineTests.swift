@@ -167,4 +167,30 @@ struct CommandLineTests {
         }
         #expect(json["cases"]?["memory"]?["tracked_senders"]?.numberValue.map { $0 <= 4096 } == true)
     }
+
+    /// `bench identities --quick`: every case and metric of BENCH.md, the cap pass timed on fresh copies.
+    @Test func benchIdentitiesQuickPrintsTheBenchJSON() throws {
+        let result = try run(["bench", "identities", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["bench"] == .string("identities"))
+        for name in ["store_2000", "store_5000", "blob_2000"] {
+            let metrics = try #require(json["cases"]?[name], "\(name)")
+            for metric in [
+                "first_contact_write_us", "refresh_us", "lookup_us", "launch_to_first_lookup_ms", "daily_pass_ms",
+                "cap_pass_ms", "cap_pass_min_ms", "cap_pass_max_ms",
+            ] {
+                #expect(metrics[metric]?.numberValue != nil, "\(name).\(metric)")
+            }
+            #expect(metrics["cap_pass_evicted"]?.numberValue == 501, "\(name)")
+        }
+        for name in ["store_2000", "blob_2000"] {
+            #expect(json["cases"]?[name]?["cap_pass_runs"]?.numberValue == 3, "\(name): fresh copies in quick mode")
+            let metrics = try #require(json["cases"]?[name])
+            let low = try #require(metrics["cap_pass_min_ms"]?.numberValue)
+            let median = try #require(metrics["cap_pass_ms"]?.numberValue)
+            let high = try #require(metrics["cap_pass_max_ms"]?.numberValue)
+            #expect(low <= median && median <= high, "\(name)")
+        }
+    }
 }
