@@ -129,8 +129,14 @@ struct CommandLineTests {
         #expect(pipeline["carried"]?.numberValue == events)
         #expect(pipeline["hidden"]?.numberValue == 0)
         for metric in ["events_per_s", "fraction_of_verify", "per_event_us", "beyond_verify_us", "budget_at_70_percent_us",
-                       "parse_us", "verify_us", "judge_us", "carrier_us", "packet_us", "carrier_bytes"] {
+                       "parse_us", "verify_us", "judge_us", "carrier_us", "carrier_bytes"] {
             #expect(pipeline[metric]?.numberValue.map { $0 > 0 } == true, "pipeline.\(metric)")
+        }
+        // The packet step is measured per broadcast, over every carried event.
+        let broadcast = try #require(json["cases"]?["broadcast"])
+        #expect(broadcast["packets"]?.numberValue == events)
+        for metric in ["packet_us", "fraction_of_verify_if_every_event_broadcast"] {
+            #expect(broadcast[metric]?.numberValue.map { $0 > 0 } == true, "broadcast.\(metric)")
         }
     }
 }
