@@ -422,6 +422,10 @@ extension BridgeRuntime {
             ]
             let links = await node.linkCount
             metrics.meshLinks = links
+            let gatePrefix = "relay.gate."
+            for (name, count) in await node.counters where name.hasPrefix(gatePrefix) {
+                metrics.meshRelayGate[String(name.dropFirst(gatePrefix.count))] = count
+            }
             metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
             let report = health.evaluate(
                 // The mesh node runs until its transport ends, and then the whole bridge stops (the task

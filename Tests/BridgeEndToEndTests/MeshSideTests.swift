@@ -75,9 +75,10 @@ struct BridgeMeshSideTests {
         let islandA = try await world.startIsland()
         let islandB = try await world.startIsland()
         let listener = try await world.startChannelListener()
+        let http = LoopbackPort.free()
         _ = try await world.startBridge("bridge", island: islandA, extra: [
             "BRIDGE_MESH": "tcp://127.0.0.1:\(islandA),tcp://127.0.0.1:\(islandB)",
-            "BRIDGE_SHADOW": shadow ? "on" : "off", "BRIDGE_TEXT_MIRROR": "up",
+            "BRIDGE_SHADOW": shadow ? "on" : "off", "BRIDGE_TEXT_MIRROR": "up", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(http)",
         ])
         let reader = try await world.startReader("reader", island: islandB)
         try await world.waitForBridges(reader, count: 1)
@@ -117,6 +118,13 @@ struct BridgeMeshSideTests {
         // Ordinary messages pass, relay once and cross once.
         for id in [flood[0], swarm[0], barrier] { #expect(heard.filter { $0 == id }.count == 1, "\(id) on island B") }
         #expect(mirrored.filter { $0 == "BUY CHEAP TICKETS NOW 1" }.count == 1)
+        // The gate's outcomes reach /metrics: every hidden message withheld (none in shadow mode).
+        let withheld = shadow ? 0 : logged.count
+        let metrics = try await scrapeMetrics(port: http) { text in
+            text.contains("bridge_mesh_relay_gate_total{outcome=\"released\"}")
+                && (withheld == 0 || text.contains("bridge_mesh_relay_gate_total{outcome=\"withheld\"} \(withheld)"))
+        }
+        #expect(shadow == !metrics.contains("outcome=\"withheld\""), "\(metrics)")
     }
 
     @Test("the gateway sends channel presence (kind 20001, tags exactly [[g, geohash]], empty content) to the relay")

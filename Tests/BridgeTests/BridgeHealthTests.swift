@@ -33,12 +33,14 @@ struct BridgeHealthTests {
         var m = BridgeMetrics()
         let empty = m.snapshot()
         for name in ["bridge_relay_up", "bridge_relay_state", "bridge_events_rejected_total", "bridge_hidden_total", "bridge_queue_depth",
-                     "bridge_moderation_log_records", "bridge_stranger_cache_evictions_total", "bridge_mesh_links"] {
+                     "bridge_moderation_log_records", "bridge_stranger_cache_evictions_total", "bridge_mesh_links",
+                     "bridge_mesh_relay_gate_total"] {
             #expect(empty.family(name) != nil, "\(name)")
         }
         m.relayStates = ["wss://b": "open", "wss://a": "backoff"]
         m.hidden[.init(direction: "uplink", rule: "rate")] = 4
         m.eventsRejected["bad_signature"] = 2
+        m.meshRelayGate = ["withheld": 3, "released": 7]
         let s = m.snapshot()
         #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "backoff")]) == 1)
         #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "open")]) == 0)
@@ -48,6 +50,8 @@ struct BridgeHealthTests {
         // Every state is rendered, so a dashboard sees the transitions (failed = permanently failed).
         #expect(s.family("bridge_relay_state")?.samples.count == 2 * BridgeMetrics.relayStateNames.count)
         #expect(s.value("bridge_hidden_total", labels: [.init("direction", "uplink"), .init("rule", "rate")]) == 4)
+        #expect(s.value("bridge_mesh_relay_gate_total", labels: [.init("outcome", "withheld")]) == 3)
+        #expect(s.family("bridge_mesh_relay_gate_total")?.samples.first?.labels.first?.value == "released")
         // Round trip through the text format.
         #expect(try PrometheusText.parse(PrometheusText.render(s)) == s)
     }

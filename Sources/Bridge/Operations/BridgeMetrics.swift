@@ -20,6 +20,7 @@ public import BotSupport
 /// | `bridge_queue_depth` | gauge | queue |
 /// | `bridge_queue_dropped_total` | counter | queue |
 /// | `bridge_mesh_peers` / `bridge_mesh_links` | gauge | — |
+/// | `bridge_mesh_relay_gate_total` | counter | outcome (released, withheld, expired, overflow, cachedRelay, cachedWithhold) |
 /// | `bridge_stranger_cache_entries` / `bridge_stranger_cache_evictions_total` | gauge / counter | — |
 /// | `bridge_moderation_log_records` | gauge | — |
 /// | `bridge_uptime_seconds` | gauge | — |
@@ -40,6 +41,8 @@ public struct BridgeMetrics: Sendable, Equatable {
     public var queueDrops: [String: Int] = [:]
     public var meshPeers = 0
     public var meshLinks = 0
+    /// The mesh engine's relay gate (public messages held for the bridge's verdict): `outcome → count`.
+    public var meshRelayGate: [String: Int] = [:]
     public var strangerCacheEntries = 0
     public var strangerCacheEvictions = 0
     public var moderationLogRecords = 0
@@ -108,6 +111,10 @@ public struct BridgeMetrics: Sendable, Equatable {
         }
         s.gauge("bridge_mesh_peers", "Mesh peers currently known (announced, not expired).", Double(meshPeers))
         s.gauge("bridge_mesh_links", "Direct BLE links currently open.", Double(meshLinks))
+        s.declare("bridge_mesh_relay_gate_total", "Public mesh messages held for the verdict, by what became of them.", kind: .counter)
+        for (outcome, count) in meshRelayGate.sorted(by: { $0.key < $1.key }) {
+            s.counter("bridge_mesh_relay_gate_total", "", labels: [Label("outcome", outcome)], Double(count))
+        }
         s.gauge("bridge_stranger_cache_entries", "Identities held in the bounded stranger cache.", Double(strangerCacheEntries))
         s.counter("bridge_stranger_cache_evictions_total", "Identities evicted from the stranger cache.",
                   Double(strangerCacheEvictions))
