@@ -325,20 +325,20 @@ public struct AdmissionPolicy: Sendable {
         let m = scalars.count
         let threshold = config.nearCopyThreshold
         let window = config.repeatWindowSeconds
-        var out: [(slot: Int, sequence: UInt64)] = []
+        var out: [Int] = []
         let required = requiredSharedBigrams(m)
         if required <= 0 {
             for slot in store.slotsNewestFirst() {
                 guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
                 let n = entry.length
                 let k = minimumAlignment(max(m, n))
-                if k <= min(m, n) { out.append((slot, entry.sequence)) }
+                if k <= min(m, n) { out.append(slot) }
             }
-            return out.map(\.slot)
+            return out
         }
         let table = minimumAlignments
         store.forEachSharingBigrams(
-            bigrams, total: max(m - 1, 0), required: required,
+            bigrams, total: max(m - 1, 0),
             admit: { storedTime, n in
                 guard abs(storedTime - time) < window else { return nil }
                 let maxLength = max(m, n)
@@ -347,11 +347,10 @@ public struct AdmissionPolicy: Sendable {
                 guard k <= min(m, n) else { return nil }
                 return 3 * k - m - n - 1
             }
-        ) { slot, sequence in
-            out.append((slot, sequence))
+        ) { slot in
+            out.append(slot)
         }
-        out.sort { $0.sequence > $1.sequence }
-        return out.map(\.slot)
+        return out
     }
 
     /// Similarity of the loaded candidate to a stored text, skipping the alignment when the bound rules it out.

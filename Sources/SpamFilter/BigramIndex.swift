@@ -1,26 +1,31 @@
-/// Inverted index bigram → postings (stored-text slot, occurrences), as an open-addressing hash table.
+/// Inverted index bigram → the stored-text slots that contain it, as slot bitsets per occurrence level,
+/// in an open-addressing hash table.
 ///
-/// Swift's `Dictionary` hashes every `UInt64` key with SipHash; a judgment touches ~3 lookups per
-/// bigram (query, insert, evict), so a multiplicative hash over a power-of-two table is several times
-/// cheaper. Keys are never 0 (a bigram of two NULs cannot survive normalisation, which drops controls),
-/// so 0 marks an empty slot; deleted keys become tombstones and the table is rebuilt when live keys
-/// plus tombstones pass half its size. Size is bounded by the stored texts' distinct bigrams.
+/// For each bigram the index keeps `levels` bitsets of `wordsPerLevel` words each: bit `s` of level `t`
+/// (0-based) is set when the text in slot `s` contains the bigram more than `t` times. So the multiset
+/// intersection of a query with every stored text, `Σ_g min(count_q(g), count_s(g))`, is the per-slot
+/// sum of the first `count_q(g)` levels of every query bigram: a handful of word-wide additions into
+/// bit-sliced counters instead of one step per posting (see ``TextStore/forEachSharingBigrams``).
+///
+/// Swift's `Dictionary` hashes every `UInt64` key with SipHash; a multiplicative hash over a power-of-two
+/// table is several times cheaper. Keys are never 0 (a bigram of two NULs cannot survive normalisation,
+/// which drops controls), so 0 marks an empty slot; deleted keys become tombstones and the table is rebuilt
+/// when live keys plus tombstones pass half its size. Size is bounded by the stored texts' distinct bigrams.
 struct BigramIndex: Sendable {
-    struct Posting: Sendable {
-        var slot: Int32
-        var count: Int32
-    }
-
     private static let empty: UInt64 = 0
     private static let tombstone: UInt64 = .max
 
+    /// Words per bitset: one bit per stored-text slot.
+    let wordsPerLevel: Int
     private var keys: [UInt64]
-    private var lists: [[Posting]]
+    /// Level bitsets of each key, concatenated (`levels × wordsPerLevel` words).
+    private var lists: [[UInt64]]
     private var mask: Int
     private var live = 0
     private var dead = 0
 
-    init(minimumCapacity: Int = 256) {
+    init(slots: Int, minimumCapacity: Int = 256) {
+        wordsPerLevel = max(1, (slots + 63) / 64)
         var size = 16
         while size < minimumCapacity * 2 { size <<= 1 }
         keys = Array(repeating: Self.empty, count: size)
@@ -47,39 +52,76 @@ struct BigramIndex: Sendable {
         }
     }
 
-    /// The postings at a position returned by ``position(of:)``.
-    @inline(__always)
-    func postings(at position: Int) -> [Posting] { lists[position] }
+    /// How many times the text in `slot` contains the bigram at `position` (0 when absent).
+    func occurrences(at position: Int, slot: Int) -> Int {
+        let list = lists[position]
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        var level = 0
+        while (level + 1) * wordsPerLevel <= list.count, list[level * wordsPerLevel + word] & bit != 0 { level += 1 }
+        return level
+    }
 
-    @inline(__always)
-    func postingCount(at position: Int) -> Int { lists[position].count }
+    /// Slots containing the bigram at `position` at least once, ascending.
+    func slots(at position: Int) -> [Int] {
+        let list = lists[position]
+        var out: [Int] = []
+        for word in 0..<min(wordsPerLevel, list.count) {
+            var bits = list[word]
+            while bits != 0 {
+                out.append(word * 64 + bits.trailingZeroBitCount)
+                bits &= bits - 1
+            }
+        }
+        return out
+    }
 
-    /// Reads the postings at `position` without copying the list.
+    /// Reads the level bitsets at `position` (`levels × wordsPerLevel` words) without copying them.
     @inline(__always)
-    func withPostings<R>(at position: Int, _ body: (UnsafeBufferPointer<Posting>) -> R) -> R {
+    func withLevels<R>(at position: Int, _ body: (UnsafeBufferPointer<UInt64>) -> R) -> R {
         lists[position].withUnsafeBufferPointer(body)
     }
 
-    mutating func append(_ posting: Posting, for key: UInt64) {
-        if let i = position(of: key) {
-            lists[i].append(posting)
-            return
+    /// Records that the text in `slot` contains `key` `count` (≥ 1) times.
+    mutating func insert(slot: Int, count: Int32, for key: UInt64) {
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        let position: Int
+        if let i = self.position(of: key) {
+            position = i
+        } else {
+            if (live + dead + 1) * 2 > keys.count { rebuild(size: live * 4 > keys.count ? keys.count * 2 : keys.count) }
+            var i = home(key)
+            while keys[i] != Self.empty && keys[i] != Self.tombstone { i = (i + 1) & mask }
+            if keys[i] == Self.tombstone { dead -= 1 }
+            keys[i] = key
+            lists[i] = []
+            live += 1
+            position = i
         }
-        if (live + dead + 1) * 2 > keys.count { rebuild(size: live * 4 > keys.count ? keys.count * 2 : keys.count) }
-        var i = home(key)
-        while keys[i] != Self.empty && keys[i] != Self.tombstone { i = (i + 1) & mask }
-        if keys[i] == Self.tombstone { dead -= 1 }
-        keys[i] = key
-        lists[i] = [posting]
-        live += 1
+        let needed = Int(count) * wordsPerLevel
+        if lists[position].count < needed {
+            lists[position].append(contentsOf: repeatElement(0, count: needed - lists[position].count))
+        }
+        for level in 0..<Int(count) { lists[position][level * wordsPerLevel + word] |= bit }
     }
 
-    /// Removes `slot`'s posting under `key` (no-op when absent).
-    mutating func remove(slot: Int32, for key: UInt64) {
+    /// Removes `slot` from `key`'s bitsets (no-op when absent); the key goes when no slot holds it.
+    mutating func remove(slot: Int, for key: UInt64) {
         guard let i = position(of: key) else { return }
-        // Lists stay in insertion order and the store evicts its oldest text, so the posting is
-        // almost always first: found at once, removed with one short memmove.
-        if let p = lists[i].firstIndex(where: { $0.slot == slot }) { lists[i].remove(at: p) }
+        let word = slot >> 6
+        let clear = ~(UInt64(1) << UInt64(slot & 63))
+        var level = 0
+        while (level + 1) * wordsPerLevel <= lists[i].count {
+            lists[i][level * wordsPerLevel + word] &= clear
+            level += 1
+        }
+        // Drop trailing empty levels, so a key's size follows the texts still holding it.
+        while lists[i].count >= wordsPerLevel,
+            lists[i][(lists[i].count - wordsPerLevel)...].allSatisfy({ $0 == 0 })
+        {
+            lists[i].removeLast(wordsPerLevel)
+        }
         if lists[i].isEmpty {
             keys[i] = Self.tombstone
             lists[i] = []
@@ -106,6 +148,6 @@ struct BigramIndex: Sendable {
     }
 
     mutating func removeAll() {
-        self = BigramIndex()
+        self = BigramIndex(slots: wordsPerLevel * 64)
     }
 }

@@ -29,25 +29,15 @@ struct TextStore: Sendable {
     /// Per-slot copies of the fields the scan reads first, so rejecting a slot touches no strings.
     private var times: [Double]
     private var lengths: [Int]
-    private var sequences: [UInt64]
-    /// Per-slot shared-bigram requirement during a query (``unseen`` / ``rejected`` markers otherwise).
-    private var needed: [Int32]
-    /// Reused per query (no allocation per judgment).
-    private var scratchLists: [(count: Int32, length: Int, position: Int)] = []
-    private var scratchAdmitted: [Int32] = []
-    /// Shared-bigram accumulator per slot, and the slots touched by the current query.
-    private var accumulator: [Int32]
-    private var touched: [Int32] = []
+    /// Bit-sliced shared-bigram counters of the current query, all zero between queries (reused).
+    private var scratchCounters: [UInt64] = []
 
     init(capacity: Int) {
         self.capacity = capacity
         slots = Array(repeating: nil, count: capacity)
-        accumulator = Array(repeating: 0, count: capacity)
-        index = BigramIndex(minimumCapacity: 256)
+        index = BigramIndex(slots: capacity, minimumCapacity: 256)
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
-        sequences = Array(repeating: 0, count: capacity)
-        needed = Array(repeating: Int32.min, count: capacity)
     }
 
     var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
@@ -83,106 +73,66 @@ struct TextStore: Sendable {
             sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
             bigrams: bigrams)
         for (gram, count) in bigrams {
-            index.append(BigramIndex.Posting(slot: Int32(slot), count: count), for: gram)
+            index.insert(slot: slot, count: count, for: gram)
         }
         slots[slot] = entry
         times[slot] = time
         lengths[slot] = length
-        sequences[slot] = sequence
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
-        for (gram, _) in entry.bigrams { index.remove(slot: Int32(slot), for: gram) }
+        for (gram, _) in entry.bigrams { index.remove(slot: slot, for: gram) }
     }
 
-    /// Calls `body(slot, sequence)` for every stored text that passes `admit` and shares at least as
-    /// many bigrams with the candidate as `admit` requires for it (exact multiset intersection).
+    /// Calls `body(slot)`, newest text first, for every stored text that passes `admit` and shares at
+    /// least as many bigrams with the candidate as `admit` requires for it (exact multiset intersection,
+    /// `Σ_g min(count_candidate(g), count_stored(g))`).
     ///
-    /// `required` is the smallest requirement `admit` can return. Prefix filtering: a text sharing
-    /// ≥ `required` of the candidate's `total` bigram occurrences must share at least one of any subset
-    /// of the candidate's bigrams whose occurrences add up to `total − required + 1`. So only the
-    /// posting lists of the rarest bigrams can admit a stored text (checked once with `admit`: window,
-    /// length); the remaining, common bigrams' lists only add to the counts of texts already admitted.
+    /// The intersection with every slot at once: each candidate bigram occurring c times adds its first c
+    /// level bitsets (``BigramIndex``) into bit-sliced counters, one bit plane per counter bit, so a
+    /// bigram costs a few word operations per 64 slots however many texts hold it. The counters are
+    /// wide enough for `total` (the candidate's bigram occurrences), so they never overflow.
     mutating func forEachSharingBigrams(
-        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int,
-        admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int, _ sequence: UInt64) -> Void
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int,
+        admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int) -> Void
     ) {
-        guard required >= 1 else { return }
-        var lists = scratchLists
-        lists.removeAll(keepingCapacity: true)
-        var admitted = scratchAdmitted
-        admitted.removeAll(keepingCapacity: true)
-        defer {
-            scratchLists = lists
-            scratchAdmitted = admitted
-        }
-        var mass = 0
-        for (gram, count) in bigrams {
-            if let position = index.position(of: gram) {
-                lists.append((count, index.postingCount(at: position), position))
-            } else {
-                mass += Int(count)  // occurrences no stored text shares: in the prefix for free
-            }
-        }
-        lists.sort { $0.length < $1.length }
-        let prefixMass = total - required + 1
-        accumulator.withUnsafeMutableBufferPointer { shared in
-            needed.withUnsafeMutableBufferPointer { needed in
-                // Phase 1: the rarest lists admit texts (and count toward them).
-                var next = 0
-                while next < lists.count, mass < prefixMass {
-                    let (count, _, position) = lists[next]
-                    next += 1
-                    mass += Int(count)
-                    index.withPostings(at: position) { postings in
-                        for posting in postings {
-                            let slot = Int(posting.slot)
-                            if needed[slot] == Self.unseen {
-                                touched.append(posting.slot)
-                                if let requirement = admit(times[slot], lengths[slot]) {
-                                    needed[slot] = Int32(clamping: requirement)
-                                    admitted.append(posting.slot)
-                                } else {
-                                    needed[slot] = Self.rejected
-                                    continue
-                                }
-                            }
-                            if needed[slot] != Self.rejected { shared[slot] += min(count, posting.count) }
-                        }
-                    }
-                }
-                // Phase 2: complete the counts of the admitted texts, by walking the remaining (common)
-                // lists or, when few texts were admitted, by merging their bigram lists directly.
-                if !admitted.isEmpty {
-                    let remaining = lists[next...].reduce(0) { $0 + $1.length }
-                    if admitted.count * 2 * bigrams.count < remaining {
-                        for slot in admitted {
-                            shared[Int(slot)] = Int32(clamping: Self.shared(bigrams, slots[Int(slot)]?.bigrams ?? []))
-                        }
-                    } else {
-                        for (count, _, position) in lists[next...] {
-                            index.withPostings(at: position) { postings in
-                                for posting in postings where needed[Int(posting.slot)] > Self.rejected {
-                                    shared[Int(posting.slot)] += min(count, posting.count)
-                                }
+        let words = index.wordsPerLevel
+        let planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
+        var counters = scratchCounters
+        defer { scratchCounters = counters }
+        if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
+        counters.withUnsafeMutableBufferPointer { counters in
+            for (gram, count) in bigrams {
+                guard let position = index.position(of: gram) else { continue }
+                index.withLevels(at: position) { levels in
+                    let depth = min(Int(count), levels.count / words)
+                    for level in 0..<depth {
+                        for word in 0..<words {
+                            var carry = levels[level * words + word]
+                            var plane = 0
+                            while carry != 0 {
+                                let c = counters[plane * words + word]
+                                counters[plane * words + word] = c ^ carry
+                                carry &= c
+                                plane += 1
                             }
                         }
                     }
-                    for slot in admitted where shared[Int(slot)] >= needed[Int(slot)] {
-                        body(Int(slot), sequences[Int(slot)])
-                    }
-                }
-                for slot in touched {
-                    needed[Int(slot)] = Self.unseen
-                    shared[Int(slot)] = 0
                 }
             }
+            var slot = next
+            for _ in 0..<capacity {
+                slot = slot == 0 ? capacity - 1 : slot - 1
+                guard slots[slot] != nil, let requirement = admit(times[slot], lengths[slot]) else { continue }
+                let word = slot >> 6
+                let bit = slot & 63
+                var shared = 0
+                for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
+                if shared >= requirement { body(slot) }
+            }
+            for i in 0..<(planes * words) { counters[i] = 0 }
         }
-        touched.removeAll(keepingCapacity: true)
     }
-
-    private static let unseen = Int32.min
-    private static let rejected = Int32.min + 1
 
     /// Multiset intersection size of two sorted bigram lists.
     static func shared(_ a: [(gram: UInt64, count: Int32)], _ b: [(gram: UInt64, count: Int32)]) -> Int {

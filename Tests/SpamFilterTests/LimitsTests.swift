@@ -21,28 +21,33 @@ struct LimitsTests {
         }
     }
 
-    /// The open-addressing bigram index behaves like a dictionary of posting lists through growth,
-    /// tombstones and rebuilds.
+    /// The open-addressing bigram index behaves like a dictionary of (slot → occurrences) maps through
+    /// growth, tombstones, rebuilds, level growth and shrinking, over more than one bitset word of slots.
     @Test func bigramIndexMatchesADictionaryModel() {
         var rng = SeededRandom(seed: 7)
-        var index = BigramIndex(minimumCapacity: 4)
-        var model: [UInt64: [Int32]] = [:]
+        var index = BigramIndex(slots: 130, minimumCapacity: 4)
+        var model: [UInt64: [Int: Int]] = [:]
         for step in 0..<20_000 {
             let key = 1 + rng.next() % 700
-            let slot = Int32(rng.next() % 50)
+            let slot = Int(rng.next() % 130)
             if rng.next() % 3 == 0 {
                 index.remove(slot: slot, for: key)
-                if let p = model[key]?.firstIndex(of: slot) { model[key]?.remove(at: p) }
+                model[key]?[slot] = nil
                 if model[key]?.isEmpty == true { model[key] = nil }
-            } else if model[key]?.contains(slot) != true {
-                index.append(BigramIndex.Posting(slot: slot, count: 1), for: key)
-                model[key, default: []].append(slot)
+            } else if model[key]?[slot] == nil {
+                let count = rng.next() % 5 == 0 ? Int(2 + rng.next() % 3) : 1
+                index.insert(slot: slot, count: Int32(count), for: key)
+                model[key, default: [:]][slot] = count
             }
             if step % 1000 == 0 || step == 19_999 {
                 #expect(index.count == model.count)
                 for (key, slots) in model {
-                    let position = index.position(of: key)
-                    #expect(position.map { index.postings(at: $0).map(\.slot) } == slots)
+                    guard let position = index.position(of: key) else {
+                        Issue.record("key \(key) missing")
+                        continue
+                    }
+                    #expect(index.slots(at: position) == slots.keys.sorted())
+                    for probe in 0..<130 { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
                 }
                 #expect(index.position(of: 5000) == nil)
             }
