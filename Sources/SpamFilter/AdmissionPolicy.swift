@@ -174,12 +174,16 @@ public struct AdmissionPolicy: Sendable {
         return min(max(timestamp, now - config.timestampClampSeconds), now)
     }
 
-    private mutating func touchSender(_ key: String, now: Double) {
+    /// Marks the sender active (tracking it when new) and returns its position in ``senders``, valid
+    /// until the next insertion or removal: the spends of this evaluation use it without hashing the key.
+    private mutating func touchSender(_ key: String, now: Double) -> [String: SenderState].Index {
         activity += 1
         let horizon = now - config.timestampClampSeconds
         let activity = self.activity
-        let known: Bool? = senders[key]?.touch(activity: activity, horizon: horizon)
-        guard known == nil else { return }
+        if let index = senders.index(forKey: key) {
+            _ = senders.values[index].touch(activity: activity, horizon: horizon)
+            return index
+        }
         senders[key] = SenderState(
             message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
             characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
@@ -187,6 +191,8 @@ public struct AdmissionPolicy: Sendable {
             lastActive: activity
         )
         if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
+        guard let index = senders.index(forKey: key) else { preconditionFailure("a touched sender is tracked") }
+        return index
     }
 
     /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
@@ -211,14 +217,14 @@ public struct AdmissionPolicy: Sendable {
         let key = candidate.senderKey
         let time = clamp(candidate.timestamp, now: now)
         result.figures.clampedTimestamp = time
-        touchSender(key, now: now)
+        let sender = touchSender(key, now: now)
         func fire(_ rule: SpamRule) -> Bool {
             result.fired.append(rule)
             return !explaining
         }
 
         // 1. Message rate.
-        let message = spend(key, \.message, 1, at: time)
+        let message = spend(sender, \.message, 1, at: time)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -231,7 +237,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = spend(key, \.characters, Double(scalars.count), at: time)
+        let characters = spend(sender, \.characters, Double(scalars.count), at: time)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -239,7 +245,7 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = spend(key, \.links, Double(links), at: time)
+            let spent = spend(sender, \.links, Double(links), at: time)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }
@@ -290,11 +296,11 @@ public struct AdmissionPolicy: Sendable {
 
     /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
     private mutating func spend(
-        _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double
+        _ sender: [String: SenderState].Index, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double,
+        at time: Double
     ) -> (accepted: Bool, figures: BucketFigures) {
-        let outcome = senders[key]?[keyPath: bucket].spend(cost, at: time)
-        let capacity = senders[key]?[keyPath: bucket].capacity ?? 0
-        guard let outcome else { preconditionFailure("sender touched before spending") }
+        let outcome = senders.values[sender][keyPath: bucket].spend(cost, at: time)
+        let capacity = senders.values[sender][keyPath: bucket].capacity
         return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: capacity))
     }
 
@@ -357,11 +363,14 @@ public struct AdmissionPolicy: Sendable {
     private mutating func compare(_ b: [UInt32], m: Int, alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
         let maxLength = max(m, b.count)
         if maxLength == 0 { return (1, true) }
-        let peaks = comparator.peaks(against: b)
-        guard Similarity.reaches(peaks.sum, of: maxLength, threshold: config.nearCopyThreshold) else { return (0, false) }
+        // The 3 fullest diagonals in a tuple: no allocation unless the bound lets the alignment run.
+        let top = comparator.topDiagonals(against: b)
+        let sum = (top.filled > 0 ? top.1.c : 0) + (top.filled > 1 ? top.2.c : 0) + (top.filled > 2 ? top.3.c : 0)
+        guard Similarity.reaches(sum, of: maxLength, threshold: config.nearCopyThreshold) else { return (0, false) }
         if let alignmentBudget, alignments >= alignmentBudget { return nil }
         alignments += 1
-        let align = comparator.align(against: b, shifts: peaks.shifts)
+        let shifts = Array([top.1.d, top.2.d, top.3.d].prefix(top.filled))
+        let align = comparator.align(against: b, shifts: shifts)
         let near = Similarity.reaches(align, of: maxLength, threshold: config.nearCopyThreshold)
         return (Double(align) / Double(maxLength), near)
     }

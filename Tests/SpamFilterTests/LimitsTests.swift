@@ -54,6 +54,34 @@ struct LimitsTests {
         }
     }
 
+    /// The bit-sliced shared-bigram scan returns exactly the slots whose multiset bigram intersection
+    /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions.
+    @Test func sharedBigramScanEqualsTheMergedIntersection() {
+        var rng = SeededRandom(seed: 11)
+        for capacity in [1, 3, 64, 65, 130] {
+            var store = TextStore(capacity: capacity)
+            for step in 0..<300 {
+                let alphabet = UInt64(2 + step % 6)
+                let scalars = (0..<Int(rng.next() % 40)).map { _ in UInt32(0x61 + rng.next() % alphabet) }
+                let query = TextStore.bigrams(of: scalars)
+                let total = max(scalars.count - 1, 0)
+                let requirement = Int(rng.next() % 12)
+                let times = Double(step)
+                var got: [Int] = []
+                store.forEachSharingBigrams(
+                    query, total: total, admit: { time, length in (length + Int(time)) % 5 == 0 ? nil : requirement }
+                ) { got.append($0) }
+                let expected = store.slotsNewestFirst().filter { slot in
+                    guard let entry = store.slots[slot], (entry.length + Int(entry.time)) % 5 != 0 else { return false }
+                    return TextStore.shared(query, entry.bigrams) >= requirement
+                }
+                #expect(got == expected, "capacity \(capacity) step \(step)")
+                store.insert(
+                    senderKey: "s", messageID: "m\(step)", time: times, length: scalars.count, scalars: scalars, bigrams: query)
+            }
+        }
+    }
+
     @Test func textStoreEvictsItsOldestTextAtCapacity() {
         var store = TextStore(capacity: 3)
         for i in 0..<4 {
