@@ -58,6 +58,9 @@ public struct AdmissionPolicy: Sendable {
     private var verdictOrder: [String]
     private var verdictNext = 0
     private var comparator = Similarity.Comparator()
+    /// Whether `comparator` holds the text under judgment: loaded on its first comparison, since most
+    /// texts meet no candidate that the scans compare.
+    private var comparatorLoaded = false
     private var fullScanMemo: [Int32]
     /// `Similarity.minimumAlignment(maxLength: M, threshold:)` for every M computed so far (grows on demand).
     private var minimumAlignments: [Int32] = []
@@ -252,7 +255,7 @@ public struct AdmissionPolicy: Sendable {
 
         // 4 and 5. Near-copies.
         let candidates = similarityCandidates(scalars, bigrams, time: time)
-        if !candidates.isEmpty { comparator.load(scalars) }
+        comparatorLoaded = false
         let repeated = scanOwn(candidates, scalars, key: key, exhaustive: explaining)
         result.figures.repeated = repeated
         if repeated.count >= config.repeatedMessagePriorCopies, fire(.repeatedMessage) { return result }
@@ -344,7 +347,7 @@ public struct AdmissionPolicy: Sendable {
         }
         let table = minimumAlignments
         store.forEachSharingBigrams(
-            bigrams, total: max(m - 1, 0),
+            bigrams, total: max(m - 1, 0), required: required,
             admit: { storedTime, n in
                 guard abs(storedTime - time) < window else { return nil }
                 let maxLength = max(m, n)
@@ -360,9 +363,13 @@ public struct AdmissionPolicy: Sendable {
     }
 
     /// Similarity of the loaded candidate to a stored text, skipping the alignment when the bound rules it out.
-    private mutating func compare(_ b: [UInt32], m: Int, alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
-        let maxLength = max(m, b.count)
+    private mutating func compare(_ b: [UInt32], _ a: [UInt32], alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
+        let maxLength = max(a.count, b.count)
         if maxLength == 0 { return (1, true) }
+        if !comparatorLoaded {
+            comparator.load(a)
+            comparatorLoaded = true
+        }
         // The 3 fullest diagonals in a tuple: no allocation unless the bound lets the alignment run.
         let top = comparator.topDiagonals(against: b)
         let sum = (top.filled > 0 ? top.1.c : 0) + (top.filled > 1 ? top.2.c : 0) + (top.filled > 2 ? top.3.c : 0)
@@ -380,7 +387,7 @@ public struct AdmissionPolicy: Sendable {
         for slot in slots {
             guard let entry = store.slots[slot], entry.senderKey == key else { continue }
             figures.comparisons += 1
-            guard let (similarity, near) = compare(entry.scalars, m: scalars.count, alignments: &figures.alignments, alignmentBudget: nil),
+            guard let (similarity, near) = compare(entry.scalars, scalars, alignments: &figures.alignments, alignmentBudget: nil),
                 near
             else { continue }
             figures.count += 1
@@ -405,7 +412,7 @@ public struct AdmissionPolicy: Sendable {
             figures.comparisons += 1
             guard
                 let (similarity, near) = compare(
-                    entry.scalars, m: scalars.count, alignments: &figures.alignments,
+                    entry.scalars, scalars, alignments: &figures.alignments,
                     alignmentBudget: exhaustive ? nil : config.crossUserScanMaxAlignments)
             else {
                 figures.capped = true

@@ -109,24 +109,29 @@ struct BigramIndex: Sendable {
     /// Removes `slot` from `key`'s bitsets (no-op when absent); the key goes when no slot holds it.
     mutating func remove(slot: Int, for key: UInt64) {
         guard let i = position(of: key) else { return }
+        let words = wordsPerLevel
         let word = slot >> 6
         let clear = ~(UInt64(1) << UInt64(slot & 63))
-        var level = 0
-        while (level + 1) * wordsPerLevel <= lists[i].count {
-            lists[i][level * wordsPerLevel + word] &= clear
-            level += 1
-        }
         // Drop trailing empty levels, so a key's size follows the texts still holding it.
-        while lists[i].count >= wordsPerLevel,
-            lists[i][(lists[i].count - wordsPerLevel)...].allSatisfy({ $0 == 0 })
-        {
-            lists[i].removeLast(wordsPerLevel)
+        let kept: Int = lists[i].withUnsafeMutableBufferPointer { list in
+            let levels = list.count / words
+            for level in 0..<levels { list[level * words + word] &= clear }
+            var kept = levels
+            while kept > 0 {
+                var any: UInt64 = 0
+                for w in 0..<words { any |= list[(kept - 1) * words + w] }
+                if any != 0 { break }
+                kept -= 1
+            }
+            return kept
         }
-        if lists[i].isEmpty {
+        if kept == 0 {
             keys[i] = Self.tombstone
             lists[i] = []
             live -= 1
             dead += 1
+        } else if kept * words < lists[i].count {
+            lists[i].removeLast(lists[i].count - kept * words)
         }
     }
 

@@ -31,6 +31,9 @@ struct TextStore: Sendable {
     private var lengths: [Int]
     /// Bit-sliced shared-bigram counters of the current query, all zero between queries (reused).
     private var scratchCounters: [UInt64] = []
+    /// Slots that passed `admit` in the current query (bitset) and their requirements (reused, cleared after).
+    private var scratchAdmitted: [UInt64] = []
+    private var scratchRequirements: [Int] = []
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -92,45 +95,87 @@ struct TextStore: Sendable {
     /// level bitsets (``BigramIndex``) into bit-sliced counters, one bit plane per counter bit, so a
     /// bigram costs a few word operations per 64 slots however many texts hold it. The counters are
     /// wide enough for `total` (the candidate's bigram occurrences), so they never overflow.
+    ///
+    /// `required` is the smallest requirement `admit` can return: a bit-sliced comparison of all counters
+    /// with it picks the slots worth reading a count for.
+    @inline(__always)
     mutating func forEachSharingBigrams(
-        _ bigrams: [(gram: UInt64, count: Int32)], total: Int,
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int,
         admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int) -> Void
     ) {
         let words = index.wordsPerLevel
         let planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
         var counters = scratchCounters
-        defer { scratchCounters = counters }
+        var admitted = scratchAdmitted
+        var requirements = scratchRequirements
+        defer {
+            scratchCounters = counters
+            scratchAdmitted = admitted
+            scratchRequirements = requirements
+        }
         if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
+        if admitted.count < words { admitted = Array(repeating: 0, count: words) }
+        if requirements.count < capacity { requirements = Array(repeating: 0, count: capacity) }
+        // Window and length first: only admitted slots are counted, so the others add no carries.
+        var any = false
+        for slot in 0..<capacity where slots[slot] != nil {
+            guard let requirement = admit(times[slot], lengths[slot]) else { continue }
+            requirements[slot] = requirement
+            admitted[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
+            any = true
+        }
+        guard any else { return }
         counters.withUnsafeMutableBufferPointer { counters in
-            for (gram, count) in bigrams {
-                guard let position = index.position(of: gram) else { continue }
-                index.withLevels(at: position) { levels in
-                    let depth = min(Int(count), levels.count / words)
-                    for level in 0..<depth {
-                        for word in 0..<words {
-                            var carry = levels[level * words + word]
-                            var plane = 0
-                            while carry != 0 {
-                                let c = counters[plane * words + word]
-                                counters[plane * words + word] = c ^ carry
-                                carry &= c
-                                plane += 1
+            admitted.withUnsafeMutableBufferPointer { admitted in
+                for (gram, count) in bigrams {
+                    guard let position = index.position(of: gram) else { continue }
+                    index.withLevels(at: position) { levels in
+                        let depth = min(Int(count), levels.count / words)
+                        for level in 0..<depth {
+                            for word in 0..<words {
+                                var carry = levels[level * words + word] & admitted[word]
+                                var plane = 0
+                                while carry != 0 {
+                                    let c = counters[plane * words + word]
+                                    counters[plane * words + word] = c ^ carry
+                                    carry &= c
+                                    plane += 1
+                                }
                             }
                         }
                     }
                 }
+                // admitted ∧ (counter ≥ required), from the top plane down; none when `required` needs more
+                // bits than the counters have (a count never exceeds `total`).
+                let required = max(required, 0)
+                let reachable = required < (1 << planes)
+                for word in 0..<words {
+                    var greater: UInt64 = 0
+                    var equal: UInt64 = ~0
+                    for plane in stride(from: planes - 1, through: 0, by: -1) {
+                        let c = counters[plane * words + word]
+                        if (required >> plane) & 1 == 1 {
+                            equal &= c
+                        } else {
+                            greater |= equal & c
+                            equal &= ~c
+                        }
+                    }
+                    admitted[word] &= reachable ? (greater | equal) : 0
+                }
+                var slot = next
+                for _ in 0..<capacity {
+                    slot = slot == 0 ? capacity - 1 : slot - 1
+                    let word = slot >> 6
+                    let bit = UInt64(slot & 63)
+                    guard (admitted[word] >> bit) & 1 != 0 else { continue }
+                    var shared = 0
+                    for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> bit) & 1) << plane }
+                    if shared >= requirements[slot] { body(slot) }
+                }
+                for i in 0..<(planes * words) { counters[i] = 0 }
+                for i in 0..<words { admitted[i] = 0 }
             }
-            var slot = next
-            for _ in 0..<capacity {
-                slot = slot == 0 ? capacity - 1 : slot - 1
-                guard slots[slot] != nil, let requirement = admit(times[slot], lengths[slot]) else { continue }
-                let word = slot >> 6
-                let bit = slot & 63
-                var shared = 0
-                for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
-                if shared >= requirement { body(slot) }
-            }
-            for i in 0..<(planes * words) { counters[i] = 0 }
         }
     }
 

@@ -68,12 +68,14 @@ struct LimitsTests {
                 let requirement = Int(rng.next() % 12)
                 let times = Double(step)
                 var got: [Int] = []
+                let floor = max(0, requirement - Int(rng.next() % 3))
                 store.forEachSharingBigrams(
-                    query, total: total, admit: { time, length in (length + Int(time)) % 5 == 0 ? nil : requirement }
+                    query, total: total, required: floor,
+                    admit: { time, length in (length + Int(time)) % 5 == 0 ? nil : requirement + length % 3 }
                 ) { got.append($0) }
                 let expected = store.slotsNewestFirst().filter { slot in
                     guard let entry = store.slots[slot], (entry.length + Int(entry.time)) % 5 != 0 else { return false }
-                    return TextStore.shared(query, entry.bigrams) >= requirement
+                    return TextStore.shared(query, entry.bigrams) >= requirement + entry.length % 3
                 }
                 #expect(got == expected, "capacity \(capacity) step \(step)")
                 store.insert(
