@@ -59,6 +59,9 @@ public enum Similarity {
         private var mask = 0
         private var diagonals: [Int32] = []
         private var prefixBest: [Int32] = []
+        /// Table slots holding the loaded text's scalars, and each position's slot (reused between loads).
+        private var occupied: [Int32] = []
+        private var slotOf: [Int32] = []
 
         public init() {}
 
@@ -73,24 +76,38 @@ public enum Similarity {
                 keys = [UInt32](repeating: Self.empty, count: size)
                 starts = [Int32](repeating: 0, count: size)
                 counts = [Int32](repeating: 0, count: size)
+                occupied.removeAll(keepingCapacity: true)
             } else {
                 size = keys.count
-                for k in 0..<size { keys[k] = Self.empty; counts[k] = 0 }
+                // Only the previous text's slots are in use: clear those, not the whole table.
+                for k in occupied {
+                    keys[Int(k)] = Self.empty
+                    counts[Int(k)] = 0
+                }
+                occupied.removeAll(keepingCapacity: true)
             }
             mask = size - 1
-            for c in text {
-                let slot = findOrInsert(c)
+            if slotOf.count < text.count { slotOf = [Int32](repeating: 0, count: text.count) }
+            for (i, c) in text.enumerated() {
+                var slot = hash(c)
+                while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
+                if keys[slot] == Self.empty {
+                    keys[slot] = c
+                    occupied.append(Int32(slot))
+                }
                 counts[slot] += 1
+                slotOf[i] = Int32(slot)
             }
+            // Each scalar's positions form one block of `positions`, ascending (block order is immaterial).
             var running: Int32 = 0
-            for k in 0..<size where keys[k] != Self.empty {
-                starts[k] = running
-                running += counts[k]
-                counts[k] = 0
+            for k in occupied {
+                starts[Int(k)] = running
+                running += counts[Int(k)]
+                counts[Int(k)] = 0
             }
             if positions.count < text.count { positions = [Int32](repeating: 0, count: text.count) }
-            for (i, c) in text.enumerated() {
-                let slot = find(c)
+            for i in 0..<text.count {
+                let slot = Int(slotOf[i])
                 positions[Int(starts[slot] + counts[slot])] = Int32(i)
                 counts[slot] += 1
             }
@@ -100,12 +117,6 @@ public enum Similarity {
         @inline(__always)
         private func hash(_ c: UInt32) -> Int { Int((c &* 0x9E37_79B1) >> 7) & mask }
 
-        private mutating func findOrInsert(_ c: UInt32) -> Int {
-            var slot = hash(c)
-            while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
-            keys[slot] = c
-            return slot
-        }
 
         /// Slot of `c`, or -1 when the candidate does not contain it.
         @inline(__always)
