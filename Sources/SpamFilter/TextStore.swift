@@ -17,7 +17,7 @@ struct TextStore: Sendable {
         /// Normalised length (kept even when the scalars are not, see `AdmissionPolicy.storeScalars`).
         var length: Int
         var scalars: [UInt32]
-        /// Distinct bigrams with their counts, sorted by bigram.
+        /// Distinct bigrams with their counts, in order of first occurrence.
         var bigrams: [(gram: UInt64, count: Int32)]
     }
 
@@ -45,20 +45,37 @@ struct TextStore: Sendable {
 
     var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
 
-    /// Distinct bigrams of `s` with counts, sorted.
+    /// Distinct bigrams of `s` with counts, in order of first occurrence (nothing downstream needs them
+    /// sorted: the index and the scan are order-free). Counted through a small open-addressing table.
     static func bigrams(of s: [UInt32]) -> [(gram: UInt64, count: Int32)] {
         guard s.count >= 2 else { return [] }
-        var grams = [UInt64]()
-        grams.reserveCapacity(s.count - 1)
-        for i in 0..<(s.count - 1) { grams.append(UInt64(s[i]) << 32 | UInt64(s[i + 1])) }
-        grams.sort()
+        let n = s.count - 1
+        var size = 16
+        while size < n * 2 { size <<= 1 }
+        let mask = size - 1
         var out: [(gram: UInt64, count: Int32)] = []
-        out.reserveCapacity(grams.count)
-        for g in grams {
-            if let last = out.last, last.gram == g {
-                out[out.count - 1].count += 1
-            } else {
-                out.append((g, 1))
+        out.reserveCapacity(n)
+        // Table cell → index into `out` (−1: empty), so no gram value needs to mark an empty cell.
+        var cells = [Int32](repeating: -1, count: size)
+        s.withUnsafeBufferPointer { s in
+            cells.withUnsafeMutableBufferPointer { cells in
+                for i in 0..<n {
+                    let gram = UInt64(s[i]) << 32 | UInt64(s[i + 1])
+                    var cell = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                    while true {
+                        let at = Int(cells[cell])
+                        if at < 0 {
+                            cells[cell] = Int32(out.count)
+                            out.append((gram, 1))
+                            break
+                        }
+                        if out[at].gram == gram {
+                            out[at].count += 1
+                            break
+                        }
+                        cell = (cell + 1) & mask
+                    }
+                }
             }
         }
         return out
@@ -163,15 +180,25 @@ struct TextStore: Sendable {
                     }
                     admitted[word] &= reachable ? (greater | equal) : 0
                 }
-                var slot = next
-                for _ in 0..<capacity {
-                    slot = slot == 0 ? capacity - 1 : slot - 1
-                    let word = slot >> 6
-                    let bit = UInt64(slot & 63)
-                    guard (admitted[word] >> bit) & 1 != 0 else { continue }
-                    var shared = 0
-                    for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> bit) & 1) << plane }
-                    if shared >= requirements[slot] { body(slot) }
+                // Newest first: the ring's slots below `next` downwards, then those from `next` up, downwards;
+                // only the set bits of the mask are visited.
+                for (low, high) in [(0, next), (next, capacity)] where low < high {
+                    var word = (high - 1) >> 6
+                    while word >= low >> 6 {
+                        var bits = admitted[word]
+                        let base = word << 6
+                        if base + 64 > high { bits &= (UInt64(1) << UInt64(high - base)) &- 1 }
+                        if base < low { bits &= ~((UInt64(1) << UInt64(low - base)) &- 1) }
+                        while bits != 0 {
+                            let bit = 63 - bits.leadingZeroBitCount
+                            bits &= ~(UInt64(1) << UInt64(bit))
+                            let slot = base + bit
+                            var shared = 0
+                            for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
+                            if shared >= requirements[slot] { body(slot) }
+                        }
+                        word -= 1
+                    }
                 }
                 for i in 0..<(planes * words) { counters[i] = 0 }
                 for i in 0..<words { admitted[i] = 0 }
@@ -179,7 +206,7 @@ struct TextStore: Sendable {
         }
     }
 
-    /// Multiset intersection size of two sorted bigram lists.
+    /// Multiset intersection size of two bigram lists sorted by bigram (a check for tests).
     static func shared(_ a: [(gram: UInt64, count: Int32)], _ b: [(gram: UInt64, count: Int32)]) -> Int {
         a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in shared(a, b) } }
     }

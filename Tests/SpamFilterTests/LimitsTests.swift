@@ -75,12 +75,27 @@ struct LimitsTests {
                 ) { got.append($0) }
                 let expected = store.slotsNewestFirst().filter { slot in
                     guard let entry = store.slots[slot], (entry.length + Int(entry.time)) % 5 != 0 else { return false }
-                    return TextStore.shared(query, entry.bigrams) >= requirement + entry.length % 3
+                    return TextStore.shared(query.sorted { $0.gram < $1.gram }, entry.bigrams.sorted { $0.gram < $1.gram })
+                        >= requirement + entry.length % 3
                 }
                 #expect(got == expected, "capacity \(capacity) step \(step)")
                 store.insert(
                     senderKey: "s", messageID: "m\(step)", time: times, length: scalars.count, scalars: scalars, bigrams: query)
             }
+        }
+    }
+
+    /// The bigram counter equals counting every adjacent pair, whatever the alphabet (one cell per gram).
+    @Test func bigramsCountEveryAdjacentPair() {
+        var rng = SeededRandom(seed: 5)
+        for _ in 0..<500 {
+            let alphabet = UInt64(1 + rng.next() % 40)
+            let scalars = (0..<Int(rng.next() % 200)).map { _ in UInt32(rng.next() % alphabet) &* 0x10001 }
+            var model: [UInt64: Int32] = [:]
+            for i in 0..<max(scalars.count - 1, 0) { model[UInt64(scalars[i]) << 32 | UInt64(scalars[i + 1]), default: 0] += 1 }
+            let grams = TextStore.bigrams(of: scalars)
+            #expect(grams.count == model.count)
+            #expect(Dictionary(uniqueKeysWithValues: grams.map { ($0.gram, $0.count) }) == model)
         }
     }
 
