@@ -108,10 +108,11 @@ struct TextStore: Sendable {
     /// least as many bigrams with the candidate as `admit` requires for it (exact multiset intersection,
     /// `Σ_g min(count_candidate(g), count_stored(g))`).
     ///
-    /// The intersection with every slot at once: each candidate bigram occurring c times adds its first c
-    /// level bitsets (``BigramIndex``) into bit-sliced counters, one bit plane per counter bit, so a
-    /// bigram costs a few word operations per 64 slots however many texts hold it. The counters are
-    /// wide enough for `total` (the candidate's bigram occurrences), so they never overflow.
+    /// The intersection with every slot at once: each candidate bigram adds its slot bitset (or short
+    /// slot list) and, when repeated, its extra occurrences (``BigramIndex``) into bit-sliced counters,
+    /// one bit plane per counter bit, so a common bigram costs a few word operations per 64 slots however
+    /// many texts hold it. The counters are wide enough for `total` (the candidate's bigram occurrences),
+    /// so they never overflow.
     ///
     /// `required` is the smallest requirement `admit` can return: a bit-sliced comparison of all counters
     /// with it picks the slots worth reading a count for.
@@ -144,21 +145,58 @@ struct TextStore: Sendable {
         guard any else { return }
         counters.withUnsafeMutableBufferPointer { counters in
             admitted.withUnsafeMutableBufferPointer { admitted in
+                /// Adds `value` (≥ 1) to the counter of the one slot `bit` in `word`.
+                @inline(__always)
+                func addValue(_ value: Int, word: Int, bit: UInt64) {
+                    var rest = value
+                    var start = 0
+                    while rest != 0 {
+                        if rest & 1 != 0 {
+                            var carry = bit
+                            var plane = start
+                            while carry != 0 {
+                                let c = counters[plane * words + word]
+                                counters[plane * words + word] = c ^ carry
+                                carry &= c
+                                plane += 1
+                            }
+                        }
+                        rest >>= 1
+                        start += 1
+                    }
+                }
                 for (gram, count) in bigrams {
                     guard let position = index.position(of: gram) else { continue }
-                    index.withLevels(at: position) { levels in
-                        let depth = min(Int(count), levels.count / words)
-                        for level in 0..<depth {
-                            for word in 0..<words {
-                                var carry = levels[level * words + word] & admitted[word]
-                                var plane = 0
-                                while carry != 0 {
-                                    let c = counters[plane * words + word]
-                                    counters[plane * words + word] = c ^ carry
-                                    carry &= c
-                                    plane += 1
+                    index.withPostings(at: position) { dense, firsts, extras in
+                        if dense {
+                            // One bitset per occurrence level (one level only in large stores: see extras).
+                            for level in 0..<min(Int(count), firsts.count / words) {
+                                for word in 0..<words {
+                                    var carry = firsts[level * words + word] & admitted[word]
+                                    var plane = 0
+                                    while carry != 0 {
+                                        let c = counters[plane * words + word]
+                                        counters[plane * words + word] = c ^ carry
+                                        carry &= c
+                                        plane += 1
+                                    }
                                 }
                             }
+                        } else {
+                            for slot in firsts {
+                                let word = Int(slot >> 6)
+                                let bit = (admitted[word] >> (slot & 63)) & 1
+                                if bit != 0 { addValue(1, word: word, bit: UInt64(1) << (slot & 63)) }
+                            }
+                        }
+                        guard count > 1 else { return }
+                        for extra in extras {
+                            let slot = Int(extra >> 32)
+                            let word = slot >> 6
+                            let bit = UInt64(1) << UInt64(slot & 63)
+                            guard admitted[word] & bit != 0 else { continue }
+                            // Occurrences beyond the first, both sides: min(count_q, count_s) − 1.
+                            addValue(min(Int(count), Int(extra & 0xFFFF_FFFF)) - 1, word: word, bit: bit)
                         }
                     }
                 }

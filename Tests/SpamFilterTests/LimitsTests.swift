@@ -23,13 +23,15 @@ struct LimitsTests {
 
     /// The open-addressing bigram index behaves like a dictionary of (slot → occurrences) maps through
     /// growth, tombstones, rebuilds, level growth and shrinking, over more than one bitset word of slots.
-    @Test func bigramIndexMatchesADictionaryModel() {
+    /// 700 slots (11 words) let keys switch between slot lists and bitsets both ways.
+    @Test(arguments: [130, 700])
+    func bigramIndexMatchesADictionaryModel(slotCount: Int) {
         var rng = SeededRandom(seed: 7)
-        var index = BigramIndex(slots: 130, minimumCapacity: 4)
+        var index = BigramIndex(slots: slotCount, minimumCapacity: 4)
         var model: [UInt64: [Int: Int]] = [:]
         for step in 0..<20_000 {
-            let key = 1 + rng.next() % 700
-            let slot = Int(rng.next() % 130)
+            let key = 1 + rng.next() % (slotCount == 700 ? 40 : 700)
+            let slot = Int(rng.next() % UInt64(slotCount))
             if rng.next() % 3 == 0 {
                 index.remove(slot: slot, for: key)
                 model[key]?[slot] = nil
@@ -47,7 +49,7 @@ struct LimitsTests {
                         continue
                     }
                     #expect(index.slots(at: position) == slots.keys.sorted())
-                    for probe in 0..<130 { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
+                    for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
                 }
                 #expect(index.position(of: 5000) == nil)
             }
@@ -58,7 +60,7 @@ struct LimitsTests {
     /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions.
     @Test func sharedBigramScanEqualsTheMergedIntersection() {
         var rng = SeededRandom(seed: 11)
-        for capacity in [1, 3, 64, 65, 130] {
+        for capacity in [1, 3, 64, 65, 130, 700] {
             var store = TextStore(capacity: capacity)
             for step in 0..<300 {
                 let alphabet = UInt64(2 + step % 6)
