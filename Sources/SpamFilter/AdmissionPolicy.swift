@@ -58,6 +58,9 @@ public struct AdmissionPolicy: Sendable {
     private var verdictOrder: [String]
     private var verdictNext = 0
     private var comparator = Similarity.Comparator()
+    /// Whether `comparator` holds the text under judgment: loaded on its first comparison, since most
+    /// texts meet no candidate that the scans compare.
+    private var comparatorLoaded = false
     private var fullScanMemo: [Int32]
     /// `Similarity.minimumAlignment(maxLength: M, threshold:)` for every M computed so far (grows on demand).
     private var minimumAlignments: [Int32] = []
@@ -174,12 +177,16 @@ public struct AdmissionPolicy: Sendable {
         return min(max(timestamp, now - config.timestampClampSeconds), now)
     }
 
-    private mutating func touchSender(_ key: String, now: Double) {
+    /// Marks the sender active (tracking it when new) and returns its position in ``senders``, valid
+    /// until the next insertion or removal: the spends of this evaluation use it without hashing the key.
+    private mutating func touchSender(_ key: String, now: Double) -> [String: SenderState].Index {
         activity += 1
         let horizon = now - config.timestampClampSeconds
         let activity = self.activity
-        let known: Bool? = senders[key]?.touch(activity: activity, horizon: horizon)
-        guard known == nil else { return }
+        if let index = senders.index(forKey: key) {
+            _ = senders.values[index].touch(activity: activity, horizon: horizon)
+            return index
+        }
         senders[key] = SenderState(
             message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
             characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
@@ -187,6 +194,8 @@ public struct AdmissionPolicy: Sendable {
             lastActive: activity
         )
         if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
+        guard let index = senders.index(forKey: key) else { preconditionFailure("a touched sender is tracked") }
+        return index
     }
 
     /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
@@ -211,14 +220,14 @@ public struct AdmissionPolicy: Sendable {
         let key = candidate.senderKey
         let time = clamp(candidate.timestamp, now: now)
         result.figures.clampedTimestamp = time
-        touchSender(key, now: now)
+        let sender = touchSender(key, now: now)
         func fire(_ rule: SpamRule) -> Bool {
             result.fired.append(rule)
             return !explaining
         }
 
         // 1. Message rate.
-        let message = spend(key, \.message, 1, at: time)
+        let message = spend(sender, \.message, 1, at: time)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -231,7 +240,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = spend(key, \.characters, Double(scalars.count), at: time)
+        let characters = spend(sender, \.characters, Double(scalars.count), at: time)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -239,14 +248,14 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = spend(key, \.links, Double(links), at: time)
+            let spent = spend(sender, \.links, Double(links), at: time)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }
 
         // 4 and 5. Near-copies.
         let candidates = similarityCandidates(scalars, bigrams, time: time)
-        if !candidates.isEmpty { comparator.load(scalars) }
+        comparatorLoaded = false
         let repeated = scanOwn(candidates, scalars, key: key, exhaustive: explaining)
         result.figures.repeated = repeated
         if repeated.count >= config.repeatedMessagePriorCopies, fire(.repeatedMessage) { return result }
@@ -290,11 +299,11 @@ public struct AdmissionPolicy: Sendable {
 
     /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
     private mutating func spend(
-        _ key: String, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double, at time: Double
+        _ sender: [String: SenderState].Index, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double,
+        at time: Double
     ) -> (accepted: Bool, figures: BucketFigures) {
-        let outcome = senders[key]?[keyPath: bucket].spend(cost, at: time)
-        let capacity = senders[key]?[keyPath: bucket].capacity ?? 0
-        guard let outcome else { preconditionFailure("sender touched before spending") }
+        let outcome = senders.values[sender][keyPath: bucket].spend(cost, at: time)
+        let capacity = senders.values[sender][keyPath: bucket].capacity
         return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: capacity))
     }
 
@@ -325,16 +334,16 @@ public struct AdmissionPolicy: Sendable {
         let m = scalars.count
         let threshold = config.nearCopyThreshold
         let window = config.repeatWindowSeconds
-        var out: [(slot: Int, sequence: UInt64)] = []
+        var out: [Int] = []
         let required = requiredSharedBigrams(m)
         if required <= 0 {
             for slot in store.slotsNewestFirst() {
                 guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
                 let n = entry.length
                 let k = minimumAlignment(max(m, n))
-                if k <= min(m, n) { out.append((slot, entry.sequence)) }
+                if k <= min(m, n) { out.append(slot) }
             }
-            return out.map(\.slot)
+            return out
         }
         let table = minimumAlignments
         store.forEachSharingBigrams(
@@ -347,22 +356,28 @@ public struct AdmissionPolicy: Sendable {
                 guard k <= min(m, n) else { return nil }
                 return 3 * k - m - n - 1
             }
-        ) { slot, sequence in
-            out.append((slot, sequence))
+        ) { slot in
+            out.append(slot)
         }
-        out.sort { $0.sequence > $1.sequence }
-        return out.map(\.slot)
+        return out
     }
 
     /// Similarity of the loaded candidate to a stored text, skipping the alignment when the bound rules it out.
-    private mutating func compare(_ b: [UInt32], m: Int, alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
-        let maxLength = max(m, b.count)
+    private mutating func compare(_ b: [UInt32], _ a: [UInt32], alignments: inout Int, alignmentBudget: Int?) -> (Double, Bool)? {
+        let maxLength = max(a.count, b.count)
         if maxLength == 0 { return (1, true) }
-        let peaks = comparator.peaks(against: b)
-        guard Similarity.reaches(peaks.sum, of: maxLength, threshold: config.nearCopyThreshold) else { return (0, false) }
+        if !comparatorLoaded {
+            comparator.load(a)
+            comparatorLoaded = true
+        }
+        // The 3 fullest diagonals in a tuple: no allocation unless the bound lets the alignment run.
+        let top = comparator.topDiagonals(against: b)
+        let sum = (top.filled > 0 ? top.1.c : 0) + (top.filled > 1 ? top.2.c : 0) + (top.filled > 2 ? top.3.c : 0)
+        guard Similarity.reaches(sum, of: maxLength, threshold: config.nearCopyThreshold) else { return (0, false) }
         if let alignmentBudget, alignments >= alignmentBudget { return nil }
         alignments += 1
-        let align = comparator.align(against: b, shifts: peaks.shifts)
+        let shifts = Array([top.1.d, top.2.d, top.3.d].prefix(top.filled))
+        let align = comparator.align(against: b, shifts: shifts)
         let near = Similarity.reaches(align, of: maxLength, threshold: config.nearCopyThreshold)
         return (Double(align) / Double(maxLength), near)
     }
@@ -372,7 +387,7 @@ public struct AdmissionPolicy: Sendable {
         for slot in slots {
             guard let entry = store.slots[slot], entry.senderKey == key else { continue }
             figures.comparisons += 1
-            guard let (similarity, near) = compare(entry.scalars, m: scalars.count, alignments: &figures.alignments, alignmentBudget: nil),
+            guard let (similarity, near) = compare(entry.scalars, scalars, alignments: &figures.alignments, alignmentBudget: nil),
                 near
             else { continue }
             figures.count += 1
@@ -397,7 +412,7 @@ public struct AdmissionPolicy: Sendable {
             figures.comparisons += 1
             guard
                 let (similarity, near) = compare(
-                    entry.scalars, m: scalars.count, alignments: &figures.alignments,
+                    entry.scalars, scalars, alignments: &figures.alignments,
                     alignmentBudget: exhaustive ? nil : config.crossUserScanMaxAlignments)
             else {
                 figures.capped = true

@@ -59,6 +59,9 @@ public enum Similarity {
         private var mask = 0
         private var diagonals: [Int32] = []
         private var prefixBest: [Int32] = []
+        /// Table slots holding the loaded text's scalars, and each position's slot (reused between loads).
+        private var occupied: [Int32] = []
+        private var slotOf: [Int32] = []
 
         public init() {}
 
@@ -73,24 +76,38 @@ public enum Similarity {
                 keys = [UInt32](repeating: Self.empty, count: size)
                 starts = [Int32](repeating: 0, count: size)
                 counts = [Int32](repeating: 0, count: size)
+                occupied.removeAll(keepingCapacity: true)
             } else {
                 size = keys.count
-                for k in 0..<size { keys[k] = Self.empty; counts[k] = 0 }
+                // Only the previous text's slots are in use: clear those, not the whole table.
+                for k in occupied {
+                    keys[Int(k)] = Self.empty
+                    counts[Int(k)] = 0
+                }
+                occupied.removeAll(keepingCapacity: true)
             }
             mask = size - 1
-            for c in text {
-                let slot = findOrInsert(c)
+            if slotOf.count < text.count { slotOf = [Int32](repeating: 0, count: text.count) }
+            for (i, c) in text.enumerated() {
+                var slot = hash(c)
+                while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
+                if keys[slot] == Self.empty {
+                    keys[slot] = c
+                    occupied.append(Int32(slot))
+                }
                 counts[slot] += 1
+                slotOf[i] = Int32(slot)
             }
+            // Each scalar's positions form one block of `positions`, ascending (block order is immaterial).
             var running: Int32 = 0
-            for k in 0..<size where keys[k] != Self.empty {
-                starts[k] = running
-                running += counts[k]
-                counts[k] = 0
+            for k in occupied {
+                starts[Int(k)] = running
+                running += counts[Int(k)]
+                counts[Int(k)] = 0
             }
             if positions.count < text.count { positions = [Int32](repeating: 0, count: text.count) }
-            for (i, c) in text.enumerated() {
-                let slot = find(c)
+            for i in 0..<text.count {
+                let slot = Int(slotOf[i])
                 positions[Int(starts[slot] + counts[slot])] = Int32(i)
                 counts[slot] += 1
             }
@@ -100,12 +117,6 @@ public enum Similarity {
         @inline(__always)
         private func hash(_ c: UInt32) -> Int { Int((c &* 0x9E37_79B1) >> 7) & mask }
 
-        private mutating func findOrInsert(_ c: UInt32) -> Int {
-            var slot = hash(c)
-            while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
-            keys[slot] = c
-            return slot
-        }
 
         /// Slot of `c`, or -1 when the candidate does not contain it.
         @inline(__always)
@@ -121,13 +132,26 @@ public enum Similarity {
 
         /// The 3 fullest diagonals of the loaded text against `b`.
         public mutating func peaks(against b: [UInt32]) -> Peaks {
+            let top = topDiagonals(against: b)
+            let shifts = [top.1.d, top.2.d, top.3.d]
+            let counts = [top.1.c, top.2.c, top.3.c]
+            return Peaks(shifts: Array(shifts.prefix(top.filled)), counts: Array(counts.prefix(top.filled)))
+        }
+
+        /// The 3 fullest diagonals, best first, in a fixed tuple (`filled` of them are set: fewer only when
+        /// `m + n − 1 < 3`, none when a text is empty). Ordered by ``better(_:than:)``.
+        mutating func topDiagonals(
+            against b: [UInt32]
+        ) -> (filled: Int, (d: Int, c: Int), (d: Int, c: Int), (d: Int, c: Int)) {
             let m = a.count
             let n = b.count
-            guard m > 0, n > 0 else { return Peaks(shifts: [], counts: []) }
+            var t0 = (d: 0, c: 0)
+            var t1 = (d: 0, c: 0)
+            var t2 = (d: 0, c: 0)
+            var filled = 0
+            guard m > 0, n > 0 else { return (0, t0, t1, t2) }
             let width = m + n - 1
             if diagonals.count < width { diagonals = [Int32](repeating: 0, count: max(width, diagonals.count * 2)) }
-            var top: [(d: Int, c: Int)] = []
-            top.reserveCapacity(3)
             keys.withUnsafeBufferPointer { keys in
                 starts.withUnsafeBufferPointer { starts in
                     counts.withUnsafeBufferPointer { counts in
@@ -155,27 +179,33 @@ public enum Similarity {
                                 }
                                 for idx in 0..<width {
                                     let c = Int(diag[idx])
-                                    let d = idx - (n - 1)
-                                    Self.offer((d, c), into: &top)
+                                    // Most diagonals are below the third best: rejected without the tie-breaks.
+                                    if filled == 3, c < t2.c { continue }
+                                    let x = (d: idx - (n - 1), c: c)
+                                    if filled == 3, !Self.better(x, than: t2) { continue }
+                                    if filled == 0 {
+                                        t0 = x
+                                    } else if Self.better(x, than: t0) {
+                                        t2 = t1
+                                        t1 = t0
+                                        t0 = x
+                                    } else if filled == 1 || Self.better(x, than: t1) {
+                                        t2 = t1
+                                        t1 = x
+                                    } else {
+                                        t2 = x
+                                    }
+                                    filled = min(filled + 1, 3)
                                 }
                             }
                         }
                     }
                 }
             }
-            return Peaks(shifts: top.map(\.d), counts: top.map(\.c))
+            return (filled, t0, t1, t2)
         }
 
-        /// Keeps the best 3 of (shift, count): more matches first, then smaller |d|, then smaller d.
-        @inline(__always)
-        static func offer(_ x: (d: Int, c: Int), into top: inout [(d: Int, c: Int)]) {
-            if top.count == 3, !better(x, than: top[2]) { return }
-            if top.count == 3 { top.removeLast() }
-            var index = top.count
-            while index > 0, better(x, than: top[index - 1]) { index -= 1 }
-            top.insert(x, at: index)
-        }
-
+        /// The order of the peaks: more matches first, then smaller |d|, then smaller d.
         @inline(__always)
         static func better(_ x: (d: Int, c: Int), than y: (d: Int, c: Int)) -> Bool {
             if x.c != y.c { return x.c > y.c }

@@ -14,8 +14,16 @@ public enum TextNormalizer {
         var out: [UInt32] = []
         out.reserveCapacity(text.utf8.count)
         var pendingSpace = false
-        let isASCII = text.utf8.allSatisfy { $0 < 0x80 }
-        if isASCII {
+        // ASCII fast path over the string's contiguous UTF-8 (native strings always have it).
+        let handled: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            var high: UInt8 = 0
+            for byte in bytes { high |= byte }
+            guard high < 0x80 else { return false }
+            for byte in bytes { appendASCII(UInt32(byte), to: &out, pendingSpace: &pendingSpace) }
+            return true
+        }
+        if handled == true { return out }
+        if handled == nil, text.utf8.allSatisfy({ $0 < 0x80 }) {
             for byte in text.utf8 {
                 appendASCII(UInt32(byte), to: &out, pendingSpace: &pendingSpace)
             }

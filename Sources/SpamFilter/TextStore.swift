@@ -17,7 +17,7 @@ struct TextStore: Sendable {
         /// Normalised length (kept even when the scalars are not, see `AdmissionPolicy.storeScalars`).
         var length: Int
         var scalars: [UInt32]
-        /// Distinct bigrams with their counts, sorted by bigram.
+        /// Distinct bigrams with their counts, in order of first occurrence.
         var bigrams: [(gram: UInt64, count: Int32)]
     }
 
@@ -29,43 +29,53 @@ struct TextStore: Sendable {
     /// Per-slot copies of the fields the scan reads first, so rejecting a slot touches no strings.
     private var times: [Double]
     private var lengths: [Int]
-    private var sequences: [UInt64]
-    /// Per-slot shared-bigram requirement during a query (``unseen`` / ``rejected`` markers otherwise).
-    private var needed: [Int32]
-    /// Reused per query (no allocation per judgment).
-    private var scratchLists: [(count: Int32, length: Int, position: Int)] = []
-    private var scratchAdmitted: [Int32] = []
-    /// Shared-bigram accumulator per slot, and the slots touched by the current query.
-    private var accumulator: [Int32]
-    private var touched: [Int32] = []
+    /// Bit-sliced shared-bigram counters of the current query, all zero between queries (reused).
+    private var scratchCounters: [UInt64] = []
+    /// Slots that passed `admit` in the current query (bitset) and their requirements (reused, cleared after).
+    private var scratchAdmitted: [UInt64] = []
+    private var scratchRequirements: [Int] = []
 
     init(capacity: Int) {
         self.capacity = capacity
         slots = Array(repeating: nil, count: capacity)
-        accumulator = Array(repeating: 0, count: capacity)
-        index = BigramIndex(minimumCapacity: 256)
+        index = BigramIndex(slots: capacity, minimumCapacity: 256)
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
-        sequences = Array(repeating: 0, count: capacity)
-        needed = Array(repeating: Int32.min, count: capacity)
     }
 
     var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
 
-    /// Distinct bigrams of `s` with counts, sorted.
+    /// Distinct bigrams of `s` with counts, in order of first occurrence (nothing downstream needs them
+    /// sorted: the index and the scan are order-free). Counted through a small open-addressing table.
     static func bigrams(of s: [UInt32]) -> [(gram: UInt64, count: Int32)] {
         guard s.count >= 2 else { return [] }
-        var grams = [UInt64]()
-        grams.reserveCapacity(s.count - 1)
-        for i in 0..<(s.count - 1) { grams.append(UInt64(s[i]) << 32 | UInt64(s[i + 1])) }
-        grams.sort()
+        let n = s.count - 1
+        var size = 16
+        while size < n * 2 { size <<= 1 }
+        let mask = size - 1
         var out: [(gram: UInt64, count: Int32)] = []
-        out.reserveCapacity(grams.count)
-        for g in grams {
-            if let last = out.last, last.gram == g {
-                out[out.count - 1].count += 1
-            } else {
-                out.append((g, 1))
+        out.reserveCapacity(n)
+        // Table cell → index into `out` (−1: empty), so no gram value needs to mark an empty cell.
+        var cells = [Int32](repeating: -1, count: size)
+        s.withUnsafeBufferPointer { s in
+            cells.withUnsafeMutableBufferPointer { cells in
+                for i in 0..<n {
+                    let gram = UInt64(s[i]) << 32 | UInt64(s[i + 1])
+                    var cell = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                    while true {
+                        let at = Int(cells[cell])
+                        if at < 0 {
+                            cells[cell] = Int32(out.count)
+                            out.append((gram, 1))
+                            break
+                        }
+                        if out[at].gram == gram {
+                            out[at].count += 1
+                            break
+                        }
+                        cell = (cell + 1) & mask
+                    }
+                }
             }
         }
         return out
@@ -83,108 +93,158 @@ struct TextStore: Sendable {
             sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
             bigrams: bigrams)
         for (gram, count) in bigrams {
-            index.append(BigramIndex.Posting(slot: Int32(slot), count: count), for: gram)
+            index.insert(slot: slot, count: count, for: gram)
         }
         slots[slot] = entry
         times[slot] = time
         lengths[slot] = length
-        sequences[slot] = sequence
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
-        for (gram, _) in entry.bigrams { index.remove(slot: Int32(slot), for: gram) }
+        for (gram, _) in entry.bigrams { index.remove(slot: slot, for: gram) }
     }
 
-    /// Calls `body(slot, sequence)` for every stored text that passes `admit` and shares at least as
-    /// many bigrams with the candidate as `admit` requires for it (exact multiset intersection).
+    /// Calls `body(slot)`, newest text first, for every stored text that passes `admit` and shares at
+    /// least as many bigrams with the candidate as `admit` requires for it (exact multiset intersection,
+    /// `Σ_g min(count_candidate(g), count_stored(g))`).
     ///
-    /// `required` is the smallest requirement `admit` can return. Prefix filtering: a text sharing
-    /// ≥ `required` of the candidate's `total` bigram occurrences must share at least one of any subset
-    /// of the candidate's bigrams whose occurrences add up to `total − required + 1`. So only the
-    /// posting lists of the rarest bigrams can admit a stored text (checked once with `admit`: window,
-    /// length); the remaining, common bigrams' lists only add to the counts of texts already admitted.
+    /// The intersection with every slot at once: each candidate bigram adds its slot bitset (or short
+    /// slot list) and, when repeated, its extra occurrences (``BigramIndex``) into bit-sliced counters,
+    /// one bit plane per counter bit, so a common bigram costs a few word operations per 64 slots however
+    /// many texts hold it. The counters are wide enough for `total` (the candidate's bigram occurrences),
+    /// so they never overflow.
+    ///
+    /// `required` is the smallest requirement `admit` can return: a bit-sliced comparison of all counters
+    /// with it picks the slots worth reading a count for.
+    @inline(__always)
     mutating func forEachSharingBigrams(
         _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int,
-        admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int, _ sequence: UInt64) -> Void
+        admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int) -> Void
     ) {
-        guard required >= 1 else { return }
-        var lists = scratchLists
-        lists.removeAll(keepingCapacity: true)
+        let words = index.wordsPerLevel
+        let planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
+        var counters = scratchCounters
         var admitted = scratchAdmitted
-        admitted.removeAll(keepingCapacity: true)
+        var requirements = scratchRequirements
         defer {
-            scratchLists = lists
+            scratchCounters = counters
             scratchAdmitted = admitted
+            scratchRequirements = requirements
         }
-        var mass = 0
-        for (gram, count) in bigrams {
-            if let position = index.position(of: gram) {
-                lists.append((count, index.postingCount(at: position), position))
-            } else {
-                mass += Int(count)  // occurrences no stored text shares: in the prefix for free
-            }
+        if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
+        if admitted.count < words { admitted = Array(repeating: 0, count: words) }
+        if requirements.count < capacity { requirements = Array(repeating: 0, count: capacity) }
+        // Window and length first: only admitted slots are counted, so the others add no carries.
+        var any = false
+        for slot in 0..<capacity where slots[slot] != nil {
+            guard let requirement = admit(times[slot], lengths[slot]) else { continue }
+            requirements[slot] = requirement
+            admitted[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
+            any = true
         }
-        lists.sort { $0.length < $1.length }
-        let prefixMass = total - required + 1
-        accumulator.withUnsafeMutableBufferPointer { shared in
-            needed.withUnsafeMutableBufferPointer { needed in
-                // Phase 1: the rarest lists admit texts (and count toward them).
-                var next = 0
-                while next < lists.count, mass < prefixMass {
-                    let (count, _, position) = lists[next]
-                    next += 1
-                    mass += Int(count)
-                    index.withPostings(at: position) { postings in
-                        for posting in postings {
-                            let slot = Int(posting.slot)
-                            if needed[slot] == Self.unseen {
-                                touched.append(posting.slot)
-                                if let requirement = admit(times[slot], lengths[slot]) {
-                                    needed[slot] = Int32(clamping: requirement)
-                                    admitted.append(posting.slot)
-                                } else {
-                                    needed[slot] = Self.rejected
-                                    continue
-                                }
-                            }
-                            if needed[slot] != Self.rejected { shared[slot] += min(count, posting.count) }
-                        }
-                    }
-                }
-                // Phase 2: complete the counts of the admitted texts, by walking the remaining (common)
-                // lists or, when few texts were admitted, by merging their bigram lists directly.
-                if !admitted.isEmpty {
-                    let remaining = lists[next...].reduce(0) { $0 + $1.length }
-                    if admitted.count * 2 * bigrams.count < remaining {
-                        for slot in admitted {
-                            shared[Int(slot)] = Int32(clamping: Self.shared(bigrams, slots[Int(slot)]?.bigrams ?? []))
-                        }
-                    } else {
-                        for (count, _, position) in lists[next...] {
-                            index.withPostings(at: position) { postings in
-                                for posting in postings where needed[Int(posting.slot)] > Self.rejected {
-                                    shared[Int(posting.slot)] += min(count, posting.count)
-                                }
+        guard any else { return }
+        counters.withUnsafeMutableBufferPointer { counters in
+            admitted.withUnsafeMutableBufferPointer { admitted in
+                /// Adds `value` (≥ 1) to the counter of the one slot `bit` in `word`.
+                @inline(__always)
+                func addValue(_ value: Int, word: Int, bit: UInt64) {
+                    var rest = value
+                    var start = 0
+                    while rest != 0 {
+                        if rest & 1 != 0 {
+                            var carry = bit
+                            var plane = start
+                            while carry != 0 {
+                                let c = counters[plane * words + word]
+                                counters[plane * words + word] = c ^ carry
+                                carry &= c
+                                plane += 1
                             }
                         }
-                    }
-                    for slot in admitted where shared[Int(slot)] >= needed[Int(slot)] {
-                        body(Int(slot), sequences[Int(slot)])
+                        rest >>= 1
+                        start += 1
                     }
                 }
-                for slot in touched {
-                    needed[Int(slot)] = Self.unseen
-                    shared[Int(slot)] = 0
+                for (gram, count) in bigrams {
+                    guard let position = index.position(of: gram) else { continue }
+                    index.withPostings(at: position) { dense, firsts, extras in
+                        if dense {
+                            // One bitset per occurrence level (one level only in large stores: see extras).
+                            for level in 0..<min(Int(count), firsts.count / words) {
+                                for word in 0..<words {
+                                    var carry = firsts[level * words + word] & admitted[word]
+                                    var plane = 0
+                                    while carry != 0 {
+                                        let c = counters[plane * words + word]
+                                        counters[plane * words + word] = c ^ carry
+                                        carry &= c
+                                        plane += 1
+                                    }
+                                }
+                            }
+                        } else {
+                            for slot in firsts {
+                                let word = Int(slot >> 6)
+                                let bit = (admitted[word] >> (slot & 63)) & 1
+                                if bit != 0 { addValue(1, word: word, bit: UInt64(1) << (slot & 63)) }
+                            }
+                        }
+                        guard count > 1 else { return }
+                        for extra in extras {
+                            let slot = Int(extra >> 32)
+                            let word = slot >> 6
+                            let bit = UInt64(1) << UInt64(slot & 63)
+                            guard admitted[word] & bit != 0 else { continue }
+                            // Occurrences beyond the first, both sides: min(count_q, count_s) − 1.
+                            addValue(min(Int(count), Int(extra & 0xFFFF_FFFF)) - 1, word: word, bit: bit)
+                        }
+                    }
                 }
+                // admitted ∧ (counter ≥ required), from the top plane down; none when `required` needs more
+                // bits than the counters have (a count never exceeds `total`).
+                let required = max(required, 0)
+                let reachable = required < (1 << planes)
+                for word in 0..<words {
+                    var greater: UInt64 = 0
+                    var equal: UInt64 = ~0
+                    for plane in stride(from: planes - 1, through: 0, by: -1) {
+                        let c = counters[plane * words + word]
+                        if (required >> plane) & 1 == 1 {
+                            equal &= c
+                        } else {
+                            greater |= equal & c
+                            equal &= ~c
+                        }
+                    }
+                    admitted[word] &= reachable ? (greater | equal) : 0
+                }
+                // Newest first: the ring's slots below `next` downwards, then those from `next` up, downwards;
+                // only the set bits of the mask are visited.
+                for (low, high) in [(0, next), (next, capacity)] where low < high {
+                    var word = (high - 1) >> 6
+                    while word >= low >> 6 {
+                        var bits = admitted[word]
+                        let base = word << 6
+                        if base + 64 > high { bits &= (UInt64(1) << UInt64(high - base)) &- 1 }
+                        if base < low { bits &= ~((UInt64(1) << UInt64(low - base)) &- 1) }
+                        while bits != 0 {
+                            let bit = 63 - bits.leadingZeroBitCount
+                            bits &= ~(UInt64(1) << UInt64(bit))
+                            let slot = base + bit
+                            var shared = 0
+                            for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
+                            if shared >= requirements[slot] { body(slot) }
+                        }
+                        word -= 1
+                    }
+                }
+                for i in 0..<(planes * words) { counters[i] = 0 }
+                for i in 0..<words { admitted[i] = 0 }
             }
         }
-        touched.removeAll(keepingCapacity: true)
     }
 
-    private static let unseen = Int32.min
-    private static let rejected = Int32.min + 1
-
-    /// Multiset intersection size of two sorted bigram lists.
+    /// Multiset intersection size of two bigram lists sorted by bigram (a check for tests).
     static func shared(_ a: [(gram: UInt64, count: Int32)], _ b: [(gram: UInt64, count: Int32)]) -> Int {
         a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in shared(a, b) } }
     }

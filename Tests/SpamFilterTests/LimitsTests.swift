@@ -21,31 +21,83 @@ struct LimitsTests {
         }
     }
 
-    /// The open-addressing bigram index behaves like a dictionary of posting lists through growth,
-    /// tombstones and rebuilds.
-    @Test func bigramIndexMatchesADictionaryModel() {
+    /// The open-addressing bigram index behaves like a dictionary of (slot → occurrences) maps through
+    /// growth, tombstones, rebuilds, level growth and shrinking, over more than one bitset word of slots.
+    /// 700 slots (11 words) let keys switch between slot lists and bitsets both ways.
+    @Test(arguments: [130, 700])
+    func bigramIndexMatchesADictionaryModel(slotCount: Int) {
         var rng = SeededRandom(seed: 7)
-        var index = BigramIndex(minimumCapacity: 4)
-        var model: [UInt64: [Int32]] = [:]
+        var index = BigramIndex(slots: slotCount, minimumCapacity: 4)
+        var model: [UInt64: [Int: Int]] = [:]
         for step in 0..<20_000 {
-            let key = 1 + rng.next() % 700
-            let slot = Int32(rng.next() % 50)
+            let key = 1 + rng.next() % (slotCount == 700 ? 40 : 700)
+            let slot = Int(rng.next() % UInt64(slotCount))
             if rng.next() % 3 == 0 {
                 index.remove(slot: slot, for: key)
-                if let p = model[key]?.firstIndex(of: slot) { model[key]?.remove(at: p) }
+                model[key]?[slot] = nil
                 if model[key]?.isEmpty == true { model[key] = nil }
-            } else if model[key]?.contains(slot) != true {
-                index.append(BigramIndex.Posting(slot: slot, count: 1), for: key)
-                model[key, default: []].append(slot)
+            } else if model[key]?[slot] == nil {
+                let count = rng.next() % 5 == 0 ? Int(2 + rng.next() % 3) : 1
+                index.insert(slot: slot, count: Int32(count), for: key)
+                model[key, default: [:]][slot] = count
             }
             if step % 1000 == 0 || step == 19_999 {
                 #expect(index.count == model.count)
                 for (key, slots) in model {
-                    let position = index.position(of: key)
-                    #expect(position.map { index.postings(at: $0).map(\.slot) } == slots)
+                    guard let position = index.position(of: key) else {
+                        Issue.record("key \(key) missing")
+                        continue
+                    }
+                    #expect(index.slots(at: position) == slots.keys.sorted())
+                    for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
                 }
                 #expect(index.position(of: 5000) == nil)
             }
+        }
+    }
+
+    /// The bit-sliced shared-bigram scan returns exactly the slots whose multiset bigram intersection
+    /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions.
+    @Test func sharedBigramScanEqualsTheMergedIntersection() {
+        var rng = SeededRandom(seed: 11)
+        for capacity in [1, 3, 64, 65, 130, 700] {
+            var store = TextStore(capacity: capacity)
+            for step in 0..<300 {
+                let alphabet = UInt64(2 + step % 6)
+                let scalars = (0..<Int(rng.next() % 40)).map { _ in UInt32(0x61 + rng.next() % alphabet) }
+                let query = TextStore.bigrams(of: scalars)
+                let total = max(scalars.count - 1, 0)
+                let requirement = Int(rng.next() % 12)
+                let times = Double(step)
+                var got: [Int] = []
+                let floor = max(0, requirement - Int(rng.next() % 3))
+                store.forEachSharingBigrams(
+                    query, total: total, required: floor,
+                    admit: { time, length in (length + Int(time)) % 5 == 0 ? nil : requirement + length % 3 }
+                ) { got.append($0) }
+                let expected = store.slotsNewestFirst().filter { slot in
+                    guard let entry = store.slots[slot], (entry.length + Int(entry.time)) % 5 != 0 else { return false }
+                    return TextStore.shared(query.sorted { $0.gram < $1.gram }, entry.bigrams.sorted { $0.gram < $1.gram })
+                        >= requirement + entry.length % 3
+                }
+                #expect(got == expected, "capacity \(capacity) step \(step)")
+                store.insert(
+                    senderKey: "s", messageID: "m\(step)", time: times, length: scalars.count, scalars: scalars, bigrams: query)
+            }
+        }
+    }
+
+    /// The bigram counter equals counting every adjacent pair, whatever the alphabet (one cell per gram).
+    @Test func bigramsCountEveryAdjacentPair() {
+        var rng = SeededRandom(seed: 5)
+        for _ in 0..<500 {
+            let alphabet = UInt64(1 + rng.next() % 40)
+            let scalars = (0..<Int(rng.next() % 200)).map { _ in UInt32(rng.next() % alphabet) &* 0x10001 }
+            var model: [UInt64: Int32] = [:]
+            for i in 0..<max(scalars.count - 1, 0) { model[UInt64(scalars[i]) << 32 | UInt64(scalars[i + 1]), default: 0] += 1 }
+            let grams = TextStore.bigrams(of: scalars)
+            #expect(grams.count == model.count)
+            #expect(Dictionary(uniqueKeysWithValues: grams.map { ($0.gram, $0.count) }) == model)
         }
     }
 

@@ -1,3 +1,4 @@
+import BotSupport
 import Testing
 import SpamFilter
 
@@ -17,6 +18,23 @@ struct NormalizerAndLinkTests {
     ])
     func normalises(input: String, expected: String) {
         #expect(TextNormalizer.string(TextNormalizer.normalize(input)) == expected)
+    }
+
+    /// The ASCII fast path equals the general path (NFKD, Unicode properties): a zero-width space, which
+    /// the general path drops, forces that path on the same ASCII text, for every ASCII code point.
+    @Test func asciiFastPathEqualsTheGeneralPath() {
+        var rng = SeededRandom(seed: 3)
+        for _ in 0..<3000 {
+            var text = ""
+            for _ in 0..<Int(rng.next() % 40) {
+                let roll = rng.next() % 4
+                let value = roll == 0 ? UInt8(rng.next() % 0x80) : roll == 1 ? 0x20 : UInt8(0x41 + rng.next() % 58)
+                text.unicodeScalars.append(Unicode.Scalar(value))
+            }
+            let fast = TextNormalizer.normalize(text)
+            #expect(fast == TextNormalizer.normalize(text + "\u{200B}"), "\(Array(text.utf8))")
+            #expect(fast == TextNormalizer.normalize("\u{200B}" + text), "\(Array(text.utf8))")
+        }
     }
 
     @Test func disguisedCopiesAreIdenticalAfterNormalisation() {
