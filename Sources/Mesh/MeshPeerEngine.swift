@@ -354,10 +354,12 @@ public struct MeshPeerEngine {
             guard packet.isBroadcast || addressedToUs else { break }
             guard let peer = peers[packet.sender] else {
                 count("message.unknownSender")
+                if withholdUnattributed(packet) { relay = false }
                 break
             }
             guard packet.verifySignature(peer.signingPublicKey).isValid else {
                 count("message.badSignature")
+                if withholdUnattributed(packet) { relay = false }
                 break
             }
             guard let text = String(validating: packet.payload, as: UTF8.self) else {
@@ -643,6 +645,18 @@ public struct MeshPeerEngine {
             frames.append(encoded)
         }
         return frames
+    }
+
+    /// With the relay gate on, a public broadcast message the engine cannot attribute — no verified announce
+    /// for its sender, or a signature that does not match the pinned key — is not relayed by the bridge:
+    /// nothing can judge it (SPAM-FILTER §1 wants hidden messages not relayed, and an unannounced sender
+    /// would otherwise be a way around the filter), and the bridge never bridges it either. Other peers
+    /// in range relay it as usual; a phone whose announce the bridge missed is relayed again once its next
+    /// announce arrives. Counted `relay.gate.unattributed`.
+    private mutating func withholdUnattributed(_ packet: MeshPacket) -> Bool {
+        guard configuration.gatePublicRelays, packet.isBroadcast else { return false }
+        count("relay.gate.unattributed")
+        return true
     }
 
     private mutating func count(_ name: String) { counters[name, default: 0] += 1 }

@@ -16,11 +16,11 @@ import BotSupport
 ///   silence means it fell behind (a full action buffer under a flood). The bridge then withholds rather
 ///   than amplify traffic nobody judged; every other peer in range still relays the message as usual.
 /// - A full gate withholds its oldest held message (counted `relay.gate.overflow`), for the same reason.
-/// - Only verified broadcast messages are gated. Everything else relays as before: announces, leaves,
+/// - Only broadcast chat messages are gated. Verified ones wait here for their verdict; ones the engine
+///   cannot attribute (unknown sender, bad signature) are not relayed by the bridge at all
+///   (`MeshPeerEngine.withholdUnattributed`). Everything else relays as before: announces, leaves,
 ///   fragments (a message too long for one frame travels as fragments, which are relayed before the
-///   reassembled message can be judged), sync, private and directed packets, carriers, and messages the
-///   engine cannot attribute (unknown sender, bad signature): there is no verified sender to judge, and the
-///   bridge relays them as a plain peer would (it never bridges them).
+///   reassembled message can be judged), sync, private and directed packets, carriers.
 struct RelayGate {
     enum Limits {
         /// Messages waiting for a verdict; a flood beyond this is withheld oldest first.

@@ -55,19 +55,42 @@ struct RelayGateTests {
         let id = try #require(Self.stableID(h.feed(message)))
         #expect(h.engine.handle(.relayVerdict(stableID: id, relay: false), now: h.now, random: &h.random).isEmpty)
         #expect(h.engine.counters["relay.gate.withheld"] == 1)
-        // Push the first copy out of the dedup set (1 001 keys trim it to the newest 750) with unattributed
-        // traffic, which relays ungated; then the same message arrives again on another link.
+        // Push the first copy out of the dedup set (1 001 keys trim it to the newest 750) with directed
+        // traffic between two other peers, which relays ungated; then the same message arrives again.
         let stranger = Phone()
+        let elsewhere = Phone()
         let relayedBefore = h.engine.counters["relay.sent"] ?? 0
         for i in 0..<1_001 {
-            let packet = MeshPacket(type: .message, timestamp: h.now, sender: stranger.id, payload: Array("x\(i)".utf8))
+            let packet = MeshPacket(type: .message, timestamp: h.now, sender: stranger.id, recipient: elsewhere.id,
+                                    payload: Array("x\(i)".utf8))
             _ = h.feed(try packet.encode())
         }
-        #expect(h.engine.counters["relay.sent"] == relayedBefore + 1_001, "unattributed messages are not gated")
+        #expect(h.engine.counters["relay.sent"] == relayedBefore + 1_001, "directed messages are not gated")
         let again = h.feed(message)
         #expect(Self.stableID(again) == id, "the copy passed dedup and was delivered again")
         #expect(Self.relayed(again).isEmpty)
         #expect(h.engine.counters["relay.gate.cachedWithhold"] == 1)
+    }
+
+    @Test func unattributedBroadcastsAreNotRelayedByTheBridgeButAreByAPlainPeer() throws {
+        let phone = Phone()
+        let stranger = Phone()
+        for gate in [true, false] {
+            var h = try Self.gated(phone, gate: gate)
+            // No announce from the stranger: nothing can judge its message.
+            let unknown = try MeshPacket(type: .message, timestamp: h.now, sender: stranger.id, payload: Array("anon spam".utf8)).encode()
+            // The verified phone's key does not match this signature (signed by the stranger's key).
+            let forged = try MeshPacket(type: .message, timestamp: h.now, sender: phone.id, payload: Array("forged".utf8))
+                .signed(with: stranger.signing).encode()
+            for frame in [unknown, forged] {
+                let actions = h.feed(frame)
+                #expect(Self.stableID(actions) == nil, "never delivered for judgement or bridging")
+                #expect(Self.relayed(actions).count == (gate ? 0 : 1))
+            }
+            #expect(h.engine.counters["relay.gate.unattributed"] == (gate ? 2 : nil))
+            #expect(h.engine.counters["message.unknownSender"] == 1 && h.engine.counters["message.badSignature"] == 1)
+            #expect(h.engine.heldForVerdict == 0)
+        }
     }
 
     @Test func aVerdictGivenBeforeACopyArrivesIsFollowedAtOnce() throws {
