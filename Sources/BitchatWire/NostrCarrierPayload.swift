@@ -53,6 +53,7 @@ public struct NostrCarrierPayload: Sendable, Equatable {
             throw .invalidLength(field: .eventJSON, length: eventJSON.count)
         }
         var out: [UInt8] = []
+        out.reserveCapacity(9 + geohash.utf8.count + eventJSON.count)  // three TLV headers + values: one allocation
         func tlv(_ type: UInt8, _ value: [UInt8]) {
             out.append(type)
             out.appendBigEndian(UInt64(value.count), size: 2)

@@ -31,9 +31,20 @@ public enum Hex {
 
     /// Appends the lowercase hex of `bytes` to `out` (serialisers that build byte buffers).
     public static func append(_ bytes: [UInt8], to out: inout [UInt8]) {
-        for byte in bytes {
-            out.append(asciiDigit(byte >> 4))
-            out.append(asciiDigit(byte & 0x0f))
+        // Written in one pass into reserved space (ids, keys and signatures go into every carrier).
+        let count = bytes.count * 2
+        guard count > 0 else { return }
+        out.reserveCapacity(out.count + count)
+        bytes.withUnsafeBufferPointer { bytes in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { scratch in
+                var index = 0
+                for byte in bytes {
+                    scratch[index] = asciiDigit(byte >> 4)
+                    scratch[index + 1] = asciiDigit(byte & 0x0f)
+                    index += 2
+                }
+                out.append(contentsOf: UnsafeBufferPointer(scratch))
+            }
         }
     }
 

@@ -16,6 +16,23 @@ public enum JSONWriter {
 
     /// Appends `string` as a JSON string literal with the canonical escaping.
     public static func appendString(_ string: String, into out: inout [UInt8]) {
+        // Fast path: a native string whose bytes need no escape (the usual chat text, hex, tags) is copied
+        // in one block; anything else (or a bridged string without contiguous UTF-8) takes the byte loop,
+        // which writes exactly the same bytes for escape-free input.
+        let copied: Bool? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5c { return false }
+            out.reserveCapacity(out.count + bytes.count + 2)
+            out.append(0x22)
+            out.append(contentsOf: bytes)
+            out.append(0x22)
+            return true
+        }
+        if copied == true { return }
+        appendStringEscaping(string, into: &out)
+    }
+
+    /// The byte-at-a-time form of ``appendString(_:into:)``: the reference the fast path is tested against.
+    static func appendStringEscaping(_ string: String, into out: inout [UInt8]) {
         out.append(0x22)
         for byte in string.utf8 {
             switch byte {

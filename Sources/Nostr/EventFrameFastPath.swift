@@ -68,6 +68,16 @@ private struct FastCursor {
 
     mutating func plainString() -> String? {
         guard let raw = plainStringBytes() else { return nil }
+        return Self.string(raw)
+    }
+
+    /// The string of `raw` when it is valid UTF-8, else nil. ASCII (most chat, every tag in practice) is
+    /// valid by construction, so it is decoded without the generic validating initialiser; both give the
+    /// same string for the same valid bytes.
+    static func string(_ raw: UnsafeBufferPointer<UInt8>) -> String? {
+        var high: UInt8 = 0
+        for c in raw { high |= c }
+        if high < 0x80 { return String(decoding: raw, as: UTF8.self) }
         return String(validating: raw, as: UTF8.self)
     }
 
@@ -115,7 +125,7 @@ private struct FastCursor {
                 repeat {
                     guard tag.count < UnverifiedEvent.Limits.maxTagElements, let raw = plainStringBytes(),
                         raw.count <= UnverifiedEvent.Limits.maxTagElementBytes,
-                        let element = String(validating: raw, as: UTF8.self)
+                        let element = Self.string(raw)
                     else { return nil }
                     tag.append(element)
                 } while skip(UInt8(ascii: ","))

@@ -99,21 +99,21 @@ public struct NostrEvent: Equatable, Sendable {
     public var jsonBytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256 + content.utf8.count + tags.count * 24)
-        out.append(contentsOf: #"{"id":""#.utf8)
+        CanonicalJSON.appendLiteral(#"{"id":""#, into: &out)
         Hex.append(id.bytes, to: &out)
-        out.append(contentsOf: #"","pubkey":""#.utf8)
+        CanonicalJSON.appendLiteral(#"","pubkey":""#, into: &out)
         Hex.append(pubkey.bytes, to: &out)
-        out.append(contentsOf: #"","created_at":"#.utf8)
+        CanonicalJSON.appendLiteral(#"","created_at":"#, into: &out)
         CanonicalJSON.appendDecimal(createdAt, into: &out)
-        out.append(contentsOf: #","kind":"#.utf8)
+        CanonicalJSON.appendLiteral(#","kind":"#, into: &out)
         CanonicalJSON.appendDecimal(Int64(kind), into: &out)
-        out.append(contentsOf: #","tags":"#.utf8)
+        CanonicalJSON.appendLiteral(#","tags":"#, into: &out)
         CanonicalJSON.appendTags(tags, into: &out)
-        out.append(contentsOf: #","content":"#.utf8)
+        CanonicalJSON.appendLiteral(#","content":"#, into: &out)
         JSONWriter.appendString(content, into: &out)
-        out.append(contentsOf: #","sig":""#.utf8)
+        CanonicalJSON.appendLiteral(#","sig":""#, into: &out)
         Hex.append(signature.bytes, to: &out)
-        out.append(contentsOf: #""}"#.utf8)
+        CanonicalJSON.appendLiteral(#""}"#, into: &out)
         return out
     }
 }
@@ -274,7 +274,7 @@ enum CanonicalJSON {
     {
         var out: [UInt8] = []
         out.reserveCapacity(128 + content.utf8.count + tags.count * 24)
-        out.append(contentsOf: "[0,".utf8)
+        CanonicalJSON.appendLiteral("[0,", into: &out)
         JSONWriter.appendString(pubkeyHex, into: &out)
         out.append(UInt8(ascii: ","))
         appendDecimal(createdAt, into: &out)
@@ -286,6 +286,12 @@ enum CanonicalJSON {
         JSONWriter.appendString(content, into: &out)
         out.append(UInt8(ascii: "]"))
         return out
+    }
+
+    /// Appends the bytes of a literal in one copy (a `String.UTF8View` append goes element by element).
+    @inline(__always)
+    static func appendLiteral(_ literal: StaticString, into out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     /// `[["t","v"],…]` with the canonical string escaping.

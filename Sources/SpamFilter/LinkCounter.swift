@@ -7,6 +7,14 @@
 /// recognised; normalisation has already turned fullwidth and styled letters into ASCII.
 public enum LinkCounter {
     public static func count(_ s: [UInt32]) -> Int {
+        // Every form needs a `.` or a `:` (`scheme://`, `www.`, `label.tld`): text with neither has no
+        // link, decided in one pass without the matcher (most chat lines).
+        guard s.contains(where: { $0 == 0x2E || $0 == 0x3A }) else { return 0 }
+        return countScanning(s)
+    }
+
+    /// The matcher over every position (what ``count(_:)`` runs once the text has a `.` or `:`).
+    static func countScanning(_ s: [UInt32]) -> Int {
         var links = 0
         var i = 0
         let n = s.count

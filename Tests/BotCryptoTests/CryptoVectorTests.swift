@@ -16,6 +16,24 @@ struct HashVectorTests {
         #expect(Hex.encode(hasher.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
+    @Test("one-shot hash: two-block FIPS example, and equal to the incremental hasher for 0…300 bytes")
+    func sha256OneShotAgreesWithHasher() {
+        #expect(
+            Hex.encode(SHA256.hash(utf8: "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        var state: UInt64 = 0x7d04
+        for count in 0...300 {
+            let bytes = (0..<count).map { _ -> UInt8 in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            }
+            var hasher = SHA256.Hasher()
+            hasher.update(bytes)
+            let incremental = hasher.finalize()
+            #expect(SHA256.hash(bytes) == incremental)
+        }
+    }
+
     @Test("RFC 4231 §4.2 and §4.3 (test cases 1 and 2)")
     func hmac() {
         let case1 = HMACSHA256.authenticationCode(key: [UInt8](repeating: 0x0b, count: 20), message: Array("Hi There".utf8))

@@ -1,6 +1,6 @@
 import BotSupport
 import Testing
-import SpamFilter
+@testable import SpamFilter
 
 @Suite("Spam filter normalisation and links")
 struct NormalizerAndLinkTests {
@@ -67,5 +67,24 @@ struct NormalizerAndLinkTests {
     ])
     func countsLinks(text: String, expected: Int) {
         #expect(LinkCounter.count(TextNormalizer.normalize(text)) == expected)
+    }
+}
+
+@Suite("Link counter fast reject")
+struct LinkCounterFastRejectTests {
+    @Test("count equals the full matcher on 4,000 random texts, with and without '.' and ':'")
+    func agreesWithMatcher() {
+        var rng = SeededRandom(seed: 0x7d03)
+        let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789-@_ /wt.:é".unicodeScalars).map { $0.value }
+        for round in 0..<4_000 {
+            // Every other text leaves out '.' and ':' so the reject path is taken as often as the matcher.
+            let pool = round % 2 == 0 ? letters.filter { $0 != 0x2E && $0 != 0x3A } : letters
+            let text = (0..<Int.random(in: 0...30, using: &rng)).map { _ in pool[Int.random(in: 0..<pool.count, using: &rng)] }
+            #expect(LinkCounter.count(text) == LinkCounter.countScanning(text))
+        }
+        for crafted in ["", "example com", "wwwexample", "http//x", "a.b.c", "x:y", "https://a", "t.me/x", "www.a"] {
+            let text = TextNormalizer.normalize(crafted)
+            #expect(LinkCounter.count(text) == LinkCounter.countScanning(text), "\(crafted)")
+        }
     }
 }
