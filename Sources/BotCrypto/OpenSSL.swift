@@ -27,3 +27,18 @@ enum OpenSSL {
         return value
     }
 }
+
+/// Process-wide OpenSSL settings the executable applies before anything else touches OpenSSL.
+public enum CryptoRuntime {
+    /// Tells OpenSSL not to tear itself down in an `atexit` handler. By default the first OpenSSL call
+    /// registers `OPENSSL_cleanup`, so `exit()` on the main thread frees OpenSSL's global state while other
+    /// threads may still be inside OpenSSL — e.g. a task signing a mesh leave when SIGTERM and the radio
+    /// link's end arrive together. That crashed `mesh listen` (SIGSEGV in `EVP_PKEY_new_raw_private_key`
+    /// under `OPENSSL_cleanup`, about 1 stop in 10 in the runtime-image check). The kernel reclaims the
+    /// memory at exit anyway. Must run before any other OpenSSL call to take effect; returns false if
+    /// OpenSSL refused (then the default teardown stays).
+    @discardableResult
+    public static func skipCleanupAtExit() -> Bool {
+        OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
+    }
+}

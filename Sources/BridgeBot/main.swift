@@ -1,6 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BotCrypto
+
+// Before any OpenSSL use (libwebsockets' TLS included): no OpenSSL teardown at exit() while tasks on other
+// threads may still sign or hash (see `CryptoRuntime.skipCleanupAtExit`).
+CryptoRuntime.skipCleanupAtExit()
 
 // OpenSSL writes to a dead peer can raise SIGPIPE; a bridge must survive relays hanging up.
 signal(SIGPIPE, SIG_IGN)
