@@ -76,6 +76,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         public static let tickMs: Int32 = 200
         /// Link value length when BlueZ reports no MTU (BlueZ negotiates 517 by default: 517 − 3).
         public static let defaultValueLength = 514
+        /// At close: how long we wait for BlueZ to confirm the unregistrations (the graceful stop has 5 s in
+        /// all; bluetoothd cleans up after our bus connection anyway if it does not answer).
+        public static let unregisterTimeoutMs: UInt64 = 1_000
     }
 
     private enum Phase { case connecting, resolving(deadline: UInt64), subscribing }
@@ -398,7 +401,10 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             }
             let (frames, closing) = inbox.take()
             transmit(frames)
-            if closing { break }
+            if closing {
+                unregister()
+                break
+            }
             let now = Self.nowMs()
             if now >= lastTick + UInt64(Limits.tickMs) {
                 lastTick = now
@@ -415,6 +421,38 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         for link in table.reset() { emit(.linkDown(link.id)) }
         inbox.ownerFinished()
         continuation.finish()
+    }
+
+    /// Graceful close: withdraw the advertisement and the GATT application and stop our discovery, so
+    /// phones stop seeing a bridge that is going away and bluetoothd holds nothing of ours. Asynchronous calls
+    /// (BlueZ may call back into our exported objects while it answers), pumped here for at most
+    /// ``Limits/unregisterTimeoutMs``. Skipped when bluetoothd is gone or we never finished registering.
+    private func unregister() {
+        guard bluezPresent, setupState == .done else { return }
+        var pending: [String] = []
+        func call(_ interface: String, _ member: String, _ arguments: [DBusValue]) {
+            pending.append(member)
+            bus.callAsync(BlueZNames.service, adapterPath, interface, member, arguments,
+                          timeoutMs: Limits.unregisterTimeoutMs) { [unowned self] result in
+                if case .failure(let error) = result {
+                    logger.warning("\(member) failed", [("error", .string(error.description))])
+                }
+                pending.removeAll { $0 == member }
+            }
+        }
+        if options.peripheral {
+            call(BlueZNames.advertisingManager, "UnregisterAdvertisement", [.objectPath(tree.advertisementPath)])
+            call(BlueZNames.gattManager, "UnregisterApplication", [.objectPath(tree.root)])
+        }
+        if discovery.discovering { call(BlueZNames.adapter, "StopDiscovery", []) }
+        let deadline = Self.nowMs() + Limits.unregisterTimeoutMs
+        while !pending.isEmpty, Self.nowMs() < deadline {
+            guard bus.processAll() else { break }
+            var fds = [pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
+            guard poll(&fds, 1, 50) >= 0 || errno == EINTR else { break }
+        }
+        logger.notice(pending.isEmpty ? "unregistered from BlueZ" : "BlueZ did not confirm the unregistration in time",
+                      [("adapter", .string(adapterName)), ("pending", .array(pending.map { .string($0) }))])
     }
 
     private func tick(now: UInt64) {

@@ -9,7 +9,7 @@ Checks: start-up errors (no BlueZ, unknown adapter, permission denied: one line,
 advertisement properties); the peripheral role (StartNotify, WriteValue with device/mtu options ->
 signed announce + message notified within the MTU; the bridge prints the fake central's message); the
 central role (discovery of a fake bitchat device -> Connect, StartNotify, WriteValue "command" announce;
-notified frames reach the bridge). Prints CHECK lines and FAKE-BLUEZ PASS; exit 0 only if all passed.
+notified frames reach the bridge); at SIGTERM the application and advertisement are unregistered. Prints CHECK lines and FAKE-BLUEZ PASS; exit 0 only if all passed.
 """
 import asyncio
 import json
@@ -223,6 +223,7 @@ def main():
                                                     "name='org.freedesktop.DBus.Error.AccessDenied')")
             run_bridge_expect_failure(["--mesh", "bluez:hci0"], "permission denied")
             dbus.Interface(adapter, MOCK).AddMethod("org.bluez.GattManager1", "RegisterApplication", "oa{sv}", "", "")
+            dbus.Interface(adapter, MOCK).AddMethod("org.bluez.GattManager1", "UnregisterApplication", "o", "", "")
             bridge = Bridge("--mesh", "bluez:hci0", "--nickname", "bridge", "--say", "hello from bridge")
             try:
                 check(bridge.wait_for(lambda line: '"BlueZ ready"' in line, 15, bridge.err), "the bridge registered (BlueZ ready)")
@@ -237,6 +238,12 @@ def main():
                 if rc != 0:
                     print("".join(bridge.err[-20:]))
             check(rc == 0, "SIGTERM stops the bridge cleanly")
+            calls = dbus.Interface(adapter, MOCK).GetMethodCalls("UnregisterApplication")
+            check(any(str(c[1][0]) == APP for c in calls), f"at stop: UnregisterApplication({APP})")
+            active = adapter.Get("org.bluez.LEAdvertisingManager1", "ActiveInstances", dbus_interface=dbus.PROPERTIES_IFACE)
+            check(int(active) == 0, "at stop: the advertisement is unregistered")
+            check(bridge.wait_for(lambda line: '"unregistered from BlueZ"' in line, 3, bridge.err),
+                  "the bridge logged its unregistration")
         finally:
             proc.terminate()
             try:
