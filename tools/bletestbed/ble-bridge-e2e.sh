@@ -6,6 +6,7 @@
 # R. kill and restart bluetoothd: the bridge re-registers by itself; a new bleak phone connects and its
 #    message reaches the same bridge process.
 # B. bridge = central on hci0, dbus-fast phone = peripheral on hci1: the same exchange the other way.
+# Each bridge must log its unregistration from BlueZ (advertisement + application) at SIGTERM.
 # Exit 0 only if every step passed; every step is time-bounded. Prints E2E-TIMING lines.
 set -uo pipefail
 BRIDGE=${1:?usage: ble-bridge-e2e.sh /path/to/bitchat-bridge}
@@ -93,6 +94,7 @@ timeout 120 "$PY" "$TOOLS/ble_phone_central.py" --adapter hci1 --tag round2 --ni
 cat "$LOGDIR/phone-r.log"
 wait_grep 10 "$A_OUT" 'hello from bleak central round2' || fail "bridge A did not get the message after the restart" "$A_OUT" "$A_ERR"
 kill -TERM "$BRIDGE_PID"; wait "$BRIDGE_PID"; BRIDGE_PID=
+grep -q '"unregistered from BlueZ"' "$A_ERR" || fail "bridge A did not unregister from BlueZ at SIGTERM" "$A_ERR"
 T_R=$(up)
 say "R PASS: bluetoothd restart, bridge re-registered, phone reconnected, same bridge process"
 
@@ -111,6 +113,7 @@ for _ in $(seq 1 25); do has_message "$B_OUT" "@phone-peripheral" && break; slee
 has_message "$B_OUT" "hello from dbus-fast peripheral" || fail "bridge B did not print the phone's message" "$B_OUT" "$B_ERR"
 has_message "$B_OUT" "@phone-peripheral" || fail "bridge B did not reassemble the phone's $LONG B message" "$B_OUT" "$B_ERR"
 kill -TERM "$BRIDGE_PID"; wait "$BRIDGE_PID"; BRIDGE_PID=
+grep -q '"unregistered from BlueZ"' "$B_ERR" || fail "bridge B did not unregister from BlueZ at SIGTERM" "$B_ERR"
 T_B=$(up)
 say "B PASS: bridge central <-> dbus-fast peripheral: announces, message, $LONG B fragmented both ways"
 
