@@ -62,9 +62,6 @@ public enum Similarity {
         /// Table slots holding the loaded text's scalars, and each position's slot (reused between loads).
         private var occupied: [Int32] = []
         private var slotOf: [Int32] = []
-        /// Slot of each ASCII scalar of the loaded text (−1: absent), so most lookups skip the hash probe.
-        private var asciiSlot = [Int32](repeating: -1, count: Self.asciiCount)
-        private static let asciiCount = 128
 
         public init() {}
 
@@ -80,13 +77,10 @@ public enum Similarity {
                 starts = [Int32](repeating: 0, count: size)
                 counts = [Int32](repeating: 0, count: size)
                 occupied.removeAll(keepingCapacity: true)
-                for c in 0..<Self.asciiCount { asciiSlot[c] = -1 }
             } else {
                 size = keys.count
                 // Only the previous text's slots are in use: clear those, not the whole table.
                 for k in occupied {
-                    let key = keys[Int(k)]
-                    if key < Self.asciiCount { asciiSlot[Int(key)] = -1 }
                     keys[Int(k)] = Self.empty
                     counts[Int(k)] = 0
                 }
@@ -100,7 +94,6 @@ public enum Similarity {
                 if keys[slot] == Self.empty {
                     keys[slot] = c
                     occupied.append(Int32(slot))
-                    if c < Self.asciiCount { asciiSlot[Int(c)] = Int32(slot) }
                 }
                 counts[slot] += 1
                 slotOf[i] = Int32(slot)
@@ -160,55 +153,49 @@ public enum Similarity {
             let width = m + n - 1
             if diagonals.count < width { diagonals = [Int32](repeating: 0, count: max(width, diagonals.count * 2)) }
             keys.withUnsafeBufferPointer { keys in
-                asciiSlot.withUnsafeBufferPointer { ascii in
-                    starts.withUnsafeBufferPointer { starts in
-                        counts.withUnsafeBufferPointer { counts in
-                            positions.withUnsafeBufferPointer { positions in
-                                diagonals.withUnsafeMutableBufferPointer { diag in
-                                    for idx in 0..<width { diag[idx] = 0 }
-                                    b.withUnsafeBufferPointer { b in
-                                        for j in 0..<n {
-                                            let c = b[j]
-                                            var found = -1
-                                            if c < Self.asciiCount {
-                                                found = Int(ascii[Int(c)])
-                                            } else {
-                                                var slot = Int((c &* 0x9E37_79B1) >> 7) & mask
-                                                while true {
-                                                    let k = keys[slot]
-                                                    if k == c { found = slot; break }
-                                                    if k == Self.empty { break }
-                                                    slot = (slot + 1) & mask
-                                                }
-                                            }
-                                            guard found >= 0 else { continue }
-                                            let base = n - 1 - j
-                                            let start = Int(starts[found])
-                                            for p in start..<(start + Int(counts[found])) {
-                                                diag[Int(positions[p]) + base] &+= 1
-                                            }
+                starts.withUnsafeBufferPointer { starts in
+                    counts.withUnsafeBufferPointer { counts in
+                        positions.withUnsafeBufferPointer { positions in
+                            diagonals.withUnsafeMutableBufferPointer { diag in
+                                for idx in 0..<width { diag[idx] = 0 }
+                                b.withUnsafeBufferPointer { b in
+                                    for j in 0..<n {
+                                        let c = b[j]
+                                        var slot = Int((c &* 0x9E37_79B1) >> 7) & mask
+                                        var found = -1
+                                        while true {
+                                            let k = keys[slot]
+                                            if k == c { found = slot; break }
+                                            if k == Self.empty { break }
+                                            slot = (slot + 1) & mask
+                                        }
+                                        guard found >= 0 else { continue }
+                                        let base = n - 1 - j
+                                        let start = Int(starts[found])
+                                        for p in start..<(start + Int(counts[found])) {
+                                            diag[Int(positions[p]) + base] &+= 1
                                         }
                                     }
-                                    for idx in 0..<width {
-                                        let c = Int(diag[idx])
-                                        // Most diagonals are below the third best: rejected without the tie-breaks.
-                                        if filled == 3, c < t2.c { continue }
-                                        let x = (d: idx - (n - 1), c: c)
-                                        if filled == 3, !Self.better(x, than: t2) { continue }
-                                        if filled == 0 {
-                                            t0 = x
-                                        } else if Self.better(x, than: t0) {
-                                            t2 = t1
-                                            t1 = t0
-                                            t0 = x
-                                        } else if filled == 1 || Self.better(x, than: t1) {
-                                            t2 = t1
-                                            t1 = x
-                                        } else {
-                                            t2 = x
-                                        }
-                                        filled = min(filled + 1, 3)
+                                }
+                                for idx in 0..<width {
+                                    let c = Int(diag[idx])
+                                    // Most diagonals are below the third best: rejected without the tie-breaks.
+                                    if filled == 3, c < t2.c { continue }
+                                    let x = (d: idx - (n - 1), c: c)
+                                    if filled == 3, !Self.better(x, than: t2) { continue }
+                                    if filled == 0 {
+                                        t0 = x
+                                    } else if Self.better(x, than: t0) {
+                                        t2 = t1
+                                        t1 = t0
+                                        t0 = x
+                                    } else if filled == 1 || Self.better(x, than: t1) {
+                                        t2 = t1
+                                        t1 = x
+                                    } else {
+                                        t2 = x
                                     }
+                                    filled = min(filled + 1, 3)
                                 }
                             }
                         }

@@ -34,8 +34,6 @@ struct TextStore: Sendable {
     /// Slots that passed `admit` in the current query (bitset) and their requirements (reused, cleared after).
     private var scratchAdmitted: [UInt64] = []
     private var scratchRequirements: [Int] = []
-    /// Words per counter plane in small stores (≤ 256 slots): the dense add handles 4 words at once.
-    private static let paddedWords = 4
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -124,9 +122,6 @@ struct TextStore: Sendable {
         admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int) -> Void
     ) {
         let words = index.wordsPerLevel
-        // Counter planes (and the admitted mask) are padded to 4 words in small stores, so the dense add
-        // below carries all (up to 4) words of a bitset through the planes together, branch-free.
-        let planeWords = max(words, Self.paddedWords)
         let planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
         var counters = scratchCounters
         var admitted = scratchAdmitted
@@ -136,8 +131,8 @@ struct TextStore: Sendable {
             scratchAdmitted = admitted
             scratchRequirements = requirements
         }
-        if counters.count < planes * planeWords { counters = Array(repeating: 0, count: planes * planeWords) }
-        if admitted.count < planeWords { admitted = Array(repeating: 0, count: planeWords) }
+        if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
+        if admitted.count < words { admitted = Array(repeating: 0, count: words) }
         if requirements.count < capacity { requirements = Array(repeating: 0, count: capacity) }
         // Window and length first: only admitted slots are counted, so the others add no carries.
         var any = false
@@ -160,8 +155,8 @@ struct TextStore: Sendable {
                             var carry = bit
                             var plane = start
                             while carry != 0 {
-                                let c = counters[plane * planeWords + word]
-                                counters[plane * planeWords + word] = c ^ carry
+                                let c = counters[plane * words + word]
+                                counters[plane * words + word] = c ^ carry
                                 carry &= c
                                 plane += 1
                             }
@@ -173,41 +168,15 @@ struct TextStore: Sendable {
                 for (gram, count) in bigrams {
                     guard let position = index.position(of: gram) else { continue }
                     index.withPostings(at: position) { dense, firsts, extras in
-                        if dense, words <= Self.paddedWords {
-                            // Small store: the ≤ 4 words of each level's bitset ripple through the planes
-                            // together (absent words add 0), stopping when no word carries any more.
-                            for level in 0..<min(Int(count), firsts.count / words) {
-                                let base = level * words
-                                var c0 = firsts[base] & admitted[0]
-                                var c1 = words > 1 ? firsts[base + 1] & admitted[1] : 0
-                                var c2 = words > 2 ? firsts[base + 2] & admitted[2] : 0
-                                var c3 = words > 3 ? firsts[base + 3] & admitted[3] : 0
-                                var p = 0
-                                while (c0 | c1 | c2 | c3) != 0 {
-                                    let x0 = counters[p]
-                                    let x1 = counters[p + 1]
-                                    let x2 = counters[p + 2]
-                                    let x3 = counters[p + 3]
-                                    counters[p] = x0 ^ c0
-                                    counters[p + 1] = x1 ^ c1
-                                    counters[p + 2] = x2 ^ c2
-                                    counters[p + 3] = x3 ^ c3
-                                    c0 &= x0
-                                    c1 &= x1
-                                    c2 &= x2
-                                    c3 &= x3
-                                    p += Self.paddedWords
-                                }
-                            }
-                        } else if dense {
+                        if dense {
                             // One bitset per occurrence level (one level only in large stores: see extras).
                             for level in 0..<min(Int(count), firsts.count / words) {
                                 for word in 0..<words {
                                     var carry = firsts[level * words + word] & admitted[word]
                                     var plane = 0
                                     while carry != 0 {
-                                        let c = counters[plane * planeWords + word]
-                                        counters[plane * planeWords + word] = c ^ carry
+                                        let c = counters[plane * words + word]
+                                        counters[plane * words + word] = c ^ carry
                                         carry &= c
                                         plane += 1
                                     }
@@ -239,7 +208,7 @@ struct TextStore: Sendable {
                     var greater: UInt64 = 0
                     var equal: UInt64 = ~0
                     for plane in stride(from: planes - 1, through: 0, by: -1) {
-                        let c = counters[plane * planeWords + word]
+                        let c = counters[plane * words + word]
                         if (required >> plane) & 1 == 1 {
                             equal &= c
                         } else {
@@ -263,13 +232,13 @@ struct TextStore: Sendable {
                             bits &= ~(UInt64(1) << UInt64(bit))
                             let slot = base + bit
                             var shared = 0
-                            for plane in 0..<planes { shared |= Int((counters[plane * planeWords + word] >> UInt64(bit)) & 1) << plane }
+                            for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
                             if shared >= requirements[slot] { body(slot) }
                         }
                         word -= 1
                     }
                 }
-                for i in 0..<(planes * planeWords) { counters[i] = 0 }
+                for i in 0..<(planes * words) { counters[i] = 0 }
                 for i in 0..<words { admitted[i] = 0 }
             }
         }
