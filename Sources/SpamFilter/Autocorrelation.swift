@@ -10,10 +10,12 @@ public enum Autocorrelation {
         let n = s.count
         guard n >= 2 else { return nil }
         return s.withUnsafeBufferPointer { s -> (value: Double, shift: Int)? in
+            // Most mismatches A(k) ≥ threshold allows: mismatches ≤ total − ⌈threshold·total⌉, settled by
+            // the exact comparisons below. `total` drops by one per shift, so the previous shift's figure is
+            // the starting guess (the two loops reach the same fixpoint from any start).
+            var allowed = (n - 1) - Int((threshold * Double(n - 1)).rounded(.up))
             for k in 1...(n / 2) {
                 let total = n - k
-                // Most mismatches A(k) ≥ threshold allows: mismatches ≤ total − ⌈threshold·total⌉.
-                var allowed = total - Int((threshold * Double(total)).rounded(.up))
                 while allowed + 1 <= total, Double(total - allowed - 1) / Double(total) >= threshold { allowed += 1 }
                 while allowed >= 0, Double(total - allowed) / Double(total) < threshold { allowed -= 1 }
                 guard allowed >= 0 else { continue }

@@ -57,10 +57,11 @@ struct LimitsTests {
     }
 
     /// The bit-sliced shared-bigram scan returns exactly the slots whose multiset bigram intersection
-    /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions.
+    /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions,
+    /// for every index form: 1-, 2-, 3- and 4-word levelled bitsets (200 is the default store) and lists above 256.
     @Test func sharedBigramScanEqualsTheMergedIntersection() {
         var rng = SeededRandom(seed: 11)
-        for capacity in [1, 3, 64, 65, 130, 700] {
+        for capacity in [1, 3, 64, 65, 130, 700, 200, 256] {
             var store = TextStore(capacity: capacity)
             for step in 0..<300 {
                 let alphabet = UInt64(2 + step % 6)

@@ -72,4 +72,31 @@ struct SimilarityTests {
             #expect(peaks.shifts == ReferenceSpamFilter.peaks(a, b).map(\.d))
         }
     }
+
+    /// The comparator's occurrence table agrees with the reference on texts mixing ASCII and non-ASCII
+    /// scalars (the 0x7F/0x80 boundary, NUL, astral scalars); one comparator is reloaded with texts of
+    /// growing and shrinking length, so a stale table entry of an earlier load would show.
+    @Test func comparatorMatchesTheReferenceOnMixedScalarsAcrossReloads() {
+        var rng = SeededRandom(seed: 4242)
+        let pool: [UInt32] = [0x00, 0x20, 0x61, 0x62, 0x63, 0x7E, 0x7F, 0x80, 0xFF, 0x100, 0x4E00, 0x4E01, 0x1F600, 0x10FFFF]
+        var comparator = Similarity.Comparator()
+        for round in 0..<600 {
+            let alphabet = 2 + round % (pool.count - 1)
+            let offset = Int(rng.next() % UInt64(pool.count - alphabet + 1))
+            let letters = Array(pool[offset..<(offset + alphabet)])
+            let m = Int(rng.next() % UInt64(round % 3 == 0 ? 70 : 25))
+            let a = (0..<m).map { _ in letters[Int(rng.next() % UInt64(letters.count))] }
+            var b = a
+            if rng.next() % 2 == 0 || b.isEmpty {
+                b = (0..<Int(rng.next() % 50)).map { _ in letters[Int(rng.next() % UInt64(letters.count))] }
+            } else {
+                for _ in 0..<(rng.next() % 5) {
+                    b[Int(rng.next() % UInt64(b.count))] = pool[Int(rng.next() % UInt64(pool.count))]
+                }
+            }
+            comparator.load(a)
+            #expect(comparator.similarity(to: b) == ReferenceSpamFilter.similarity(a, b), "\(a) \(b)")
+            #expect(comparator.peaks(against: b).shifts == ReferenceSpamFilter.peaks(a, b).map(\.d), "\(a) \(b)")
+        }
+    }
 }
