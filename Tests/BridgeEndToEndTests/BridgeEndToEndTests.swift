@@ -279,13 +279,19 @@ struct BridgeJudgementTests {
         #expect(rules.isSuperset(of: ["messageRate", "crossUserCopy"]), "\(rules)")
         #expect(records.allSatisfy { $0["shadow"] == .bool(shadow) && $0["figures"]?.objectValue?.isEmpty == false })
         #expect(records.allSatisfy { $0["direction"] == .string("nostr-to-mesh") })
-        // The 4th copy of the swarm and the flood's tail are logged; the first posts of each are not.
-        #expect(logged.contains(swarm[3]) && !logged.contains(swarm[0]))
-        #expect(flood.suffix(4).allSatisfy(logged.contains) && !logged.contains(flood[0]))
+        // Exactly one swarm copy (the 4th the bridge judged) and at least the flood's last 4 are logged; the
+        // first posts of each pass. Which ones depends on the order the relay delivers posts made within a few
+        // milliseconds of each other, which need not be the order it acknowledged them (seen once in CI: the
+        // hidden swarm copy was not the 4th posted), so the test counts instead of naming them.
+        #expect(swarm.filter(logged.contains).count == 1, "\(swarm) vs \(logged)")
+        let floodLogged = flood.filter(logged.contains)
+        #expect(floodLogged.count >= 4 && floodLogged.count < flood.count, "\(floodLogged.count) of the flood logged")
         #expect(!logged.contains(barrier[0]))
         for id in logged {
             #expect(carriers(reader, eventID: id).count == (shadow ? 1 : 0), "logged message \(id) on the mesh")
         }
-        #expect(carriers(reader, eventID: flood[0]).count == 1)
+        for id in (flood + swarm) where !logged.contains(id) {
+            #expect(carriers(reader, eventID: id).count == 1, "passed message \(id) on the mesh once")
+        }
     }
 }
