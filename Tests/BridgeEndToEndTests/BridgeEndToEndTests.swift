@@ -56,6 +56,19 @@ final class World: @unchecked Sendable {
         return reader
     }
 
+    /// The common world: a relay, one island, one bridge `name` on it and a reader that has verified the
+    /// bridge's announce.
+    func startGateway(
+        _ name: String = "gateway", extra: [String: String] = [:]
+    ) async throws -> (island: Int, bridge: ChildProcess, reader: ChildProcess) {
+        try await startRelay()
+        let island = try await startIsland()
+        let bridge = try await startBridge(name, island: island, extra: extra)
+        let reader = try await startReader("reader", island: island)
+        try await waitForBridges(reader, count: 1)
+        return (island, bridge, reader)
+    }
+
     /// Waits until `reader` has verified the announces of `count` bridges (so carriers can reach it).
     func waitForBridges(_ reader: ChildProcess, count: Int) async throws {
         _ = try await reader.waitForLines(count: count, timeout: .seconds(30), "bridge announces") {
@@ -135,11 +148,7 @@ struct BridgeEndToEndTests {
     @Test("channel event → fromGateway carrier on the mesh")
     func channelReachesTheMesh() async throws {
         let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
-        _ = try await world.startBridge("gateway", island: island)
-        let reader = try await world.startReader("reader", island: island)
-        try await world.waitForBridges(reader, count: 1)
+        let (_, _, reader) = try await world.startGateway()
         let id = try await world.post("hello from the internet")
         _ = try await reader.waitForLine("the gateway carrier") { $0.contains(id) }
         let received = carriers(reader, eventID: id)
@@ -259,11 +268,7 @@ struct BridgeJudgementTests {
           arguments: [false, true])
     func floodAndSwarm(shadow: Bool) async throws {
         let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
-        _ = try await world.startBridge("gateway", island: island, extra: ["BRIDGE_SHADOW": shadow ? "on" : "off"])
-        let reader = try await world.startReader("reader", island: island)
-        try await world.waitForBridges(reader, count: 1)
+        let (_, _, reader) = try await world.startGateway(extra: ["BRIDGE_SHADOW": shadow ? "on" : "off"])
         let flood = try await world.posts((1...10).map { "BUY CHEAP TICKETS NOW \($0)" }, as: "flooder")
         var swarm: [String] = []
         for i in 1...4 { swarm += try await world.posts(["happy new year everyone"], as: "swarm\(i)") }

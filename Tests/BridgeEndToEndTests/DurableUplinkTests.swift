@@ -61,14 +61,10 @@ struct DurableUplinkTests {
         """)
     func depositSurvivesStop() async throws {
         let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
         let http = LoopbackPort.free()
-        let relay = world.relayURL
         let extra = ["BRIDGE_HTTP_LISTEN": "127.0.0.1:\(http)"]
-        let bridge = try await world.startBridge("bridge", island: island, extra: extra)
-        let reader = try await world.startReader("reader", island: island)
-        try await world.waitForBridges(reader, count: 1)
+        let (island, bridge, _) = try await world.startGateway("bridge", extra: extra)
+        let relay = world.relayURL
         _ = try await scrapeMetrics(port: http) {
             $0.contains("bridge_relay_up{relay=\"\(relay)\"} 1") && $0.contains("bridge_relay_state{relay=\"\(relay)\",state=\"open\"} 1")
         }

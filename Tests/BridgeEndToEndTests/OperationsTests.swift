@@ -55,11 +55,7 @@ struct BridgeOperationsTests {
     @Test("SIGHUP reloads policy.json: a newly blocked key stops crossing; a malformed file keeps the block; unblocking lets it cross again")
     func sighupReloadsPolicy() async throws {
         let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
-        let bridge = try await world.startBridge("gateway", island: island)
-        let reader = try await world.startReader("reader", island: island)
-        try await world.waitForBridges(reader, count: 1)
+        let (_, bridge, reader) = try await world.startGateway()
         let policy = "\(world.directory)/gateway/policy.json"
 
         let before = try await world.postWithKey("hello before the block", as: "mallory")
@@ -102,11 +98,7 @@ struct BridgeOperationsTests {
     @Test("SIGTERM under traffic: exit 0 within the stop deadline, a signed leave on the mesh, the database checkpointed and intact")
     func gracefulStop() async throws {
         let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
-        let bridge = try await world.startBridge("gateway", island: island)
-        let reader = try await world.startReader("reader", island: island)
-        try await world.waitForBridges(reader, count: 1)
+        let (_, bridge, reader) = try await world.startGateway()
         let bridgePeer = try #require(
             reader.stdoutLines.compactMap { try? JSONParser().parse($0) }.first { $0["event"] == .string("peer") }?["peerID"]?.stringValue)
 
