@@ -330,30 +330,33 @@ public struct AdmissionPolicy: Sendable {
     }
 
     /// Stored slots in the window that pass the length and bigram bounds, newest first.
+    ///
+    /// The length bound `k(max(m, n)) ≤ min(m, n)` (`k` = ``minimumAlignment(_:)``) holds exactly for `n` in
+    /// one range: for `n ≤ m` it reads `k(m) ≤ n`; for `n > m` it reads `k(n) ≤ m`, and `k` never decreases
+    /// (`k(M)` is the least `k` with `k / M ≥ θ`, and a rounded quotient never grows with its divisor), so
+    /// it holds up to the largest `n` with `m / n ≥ θ` and for no `n` beyond.
     private mutating func similarityCandidates(_ scalars: [UInt32], _ bigrams: [(gram: UInt64, count: Int32)], time: Double) -> [Int] {
         let m = scalars.count
         let threshold = config.nearCopyThreshold
         let window = config.repeatWindowSeconds
         var out: [Int] = []
         let required = requiredSharedBigrams(m)
+        // The largest n with m / n ≥ θ: near m / θ, then exact by stepping (the test is monotone in n).
+        var longest = max(m, Int(Double(m) / threshold))
+        while longest > m, !Similarity.reaches(m, of: longest, threshold: threshold) { longest -= 1 }
+        while Similarity.reaches(m, of: longest + 1, threshold: threshold) { longest += 1 }
+        let band = minimumAlignment(m)...longest
         if required <= 0 {
-            for slot in store.slotsNewestFirst() {
-                guard let entry = store.slots[slot], abs(entry.time - time) < window else { continue }
-                let n = entry.length
-                let k = minimumAlignment(max(m, n))
-                if k <= min(m, n) { out.append(slot) }
-            }
+            store.forEachInWindow(around: time, window: window, lengths: band) { out.append($0) }
             return out
         }
         let table = minimumAlignments
         store.forEachSharingBigrams(
-            bigrams, total: max(m - 1, 0), required: required,
-            admit: { storedTime, n in
-                guard abs(storedTime - time) < window else { return nil }
+            bigrams, total: max(m - 1, 0), required: required, around: time, window: window, lengths: band,
+            requirement: { n in
                 let maxLength = max(m, n)
                 let k = maxLength < table.count
                     ? Int(table[maxLength]) : Similarity.minimumAlignment(maxLength: maxLength, threshold: threshold)
-                guard k <= min(m, n) else { return nil }
                 return 3 * k - m - n - 1
             }
         ) { slot in

@@ -2,7 +2,9 @@
 ///
 /// Small stores (≤ 256 slots, the default 200 included): each bigram keeps one bitset of the slots per
 /// occurrence level (bit `s` of level `t` set when slot `s` holds the bigram more than `t` times); a query
-/// adds the first `count_q` levels of each of its bigrams into bit-sliced counters.
+/// adds the first `count_q` levels of each of its bigrams into bit-sliced counters. Level 0 of every key
+/// lives in one flat array indexed by table position (`wordsPerLevel` words each), the higher levels in a
+/// pool of blocks chained per key, so inserting, removing and querying touch no nested arrays.
 ///
 /// Larger stores: each bigram keeps the slots that contain it at least once either as a bitset of `wordsPerLevel` words
 /// (dense: when many slots hold it) or as a plain slot list (sparse), and, separately, the slots that
@@ -11,10 +13,14 @@
 /// `min(count_q, count_s) − 1`, so the counters end as the exact multiset intersection
 /// `Σ_g min(count_q(g), count_s(g))` for every slot at once (see ``TextStore/forEachSharingBigrams``).
 ///
-/// Memory stays proportional to the postings, as a posting list would be: a sparse list holds at most
-/// `wordsPerLevel` slots (then it becomes a bitset), a bitset goes back to a list when fewer than a
-/// quarter of `wordsPerLevel` slots remain, so a bitset never costs more than 4 words per slot it holds;
-/// extras cost one word per (slot, count ≥ 2).
+/// Memory stays proportional to the postings, as a posting list would be. Large stores: a sparse list
+/// holds at most `wordsPerLevel` slots (then it becomes a bitset), a bitset goes back to a list when fewer
+/// than a quarter of `wordsPerLevel` slots remain, so a bitset never costs more than 4 words per slot it
+/// holds; extras cost one word per (slot, count ≥ 2). Small stores: level 0 costs `wordsPerLevel` (≤ 4)
+/// words per table position and the table has at most 8 positions per live key at its peak (it doubles
+/// only while more than a quarter of it is live, from 512 positions for the default minimum), so at most
+/// 32 words per peak posting plus 16 KB; a higher level costs one pool block of ≤ 4 words and exists only
+/// while some slot holds that many occurrences, so ≤ 4 words per occurrence, and freed blocks are reused.
 ///
 /// Swift's `Dictionary` hashes every `UInt64` key with SipHash; a multiplicative hash over a power-of-two
 /// table is several times cheaper. Keys are never 0 (a bigram of two NULs cannot survive normalisation,
@@ -22,36 +28,61 @@
 /// when live keys plus tombstones pass half its size. Size is bounded by the stored texts' distinct bigrams.
 struct BigramIndex: Sendable {
     private static let empty: UInt64 = 0
+    private static let tombstone: UInt64 = .max
     /// Up to this many words per bitset (256 slots, the default 200 included) every key is a stack of
     /// bitsets, one per occurrence level: a level costs at most 4 words and exists only while some slot
     /// holds that many occurrences, so still at most 4 words per occurrence, and repeated bigrams are
     /// counted word-wide too. Larger stores use lists, single bitsets and extras (see the type's comment).
     private static let levelledWords = 4
-    /// Whether this index uses the levelled form (decided by its size, fixed for its lifetime).
-    private var levelled: Bool { wordsPerLevel <= Self.levelledWords }
-    private static let tombstone: UInt64 = .max
 
     /// Words per bitset: one bit per stored-text slot.
     let wordsPerLevel: Int
+    /// Whether this index uses the levelled form (decided by its size, fixed for its lifetime).
+    let levelled: Bool
     private var keys: [UInt64]
-    /// Slots holding each key at least once: a bitset (`isDense`) or a list of slot numbers.
-    private var firsts: [[UInt64]]
-    private var isDense: [Bool]
-    /// `slot << 32 | count` for each slot holding the key more than once.
-    private var extras: [[UInt64]]
     private var mask: Int
     private var live = 0
     private var dead = 0
 
+    // Levelled form (small stores).
+    /// Level 0 of the key at every table position: `wordsPerLevel` words from `position · wordsPerLevel`,
+    /// all zero at empty positions and tombstones.
+    private var firstLevel: [UInt64] = []
+    /// The pool block holding level 1 of the key at every table position, or −1.
+    private var upperHead: [Int32] = []
+    /// Levels ≥ 1: blocks of `wordsPerLevel` words; `poolNext[b]` is the block of the next level (−1: none).
+    /// A block is never all zero while in use; freed blocks are zeroed and chained from `poolFree`.
+    private var pool: [UInt64] = []
+    private var poolNext: [Int32] = []
+    private var poolFree: Int32 = -1
+
+    // List form (large stores).
+    /// Slots holding each key at least once: a bitset (`isDense`) or a list of slot numbers.
+    private var firsts: [[UInt64]] = []
+    private var isDense: [Bool] = []
+    /// `slot << 32 | count` for each slot holding the key more than once.
+    private var extras: [[UInt64]] = []
+
     init(slots: Int, minimumCapacity: Int = 256) {
         wordsPerLevel = max(1, (slots + 63) / 64)
+        levelled = wordsPerLevel <= Self.levelledWords
         var size = 16
         while size < minimumCapacity * 2 { size <<= 1 }
         keys = Array(repeating: Self.empty, count: size)
-        firsts = Array(repeating: [], count: size)
-        isDense = Array(repeating: false, count: size)
-        extras = Array(repeating: [], count: size)
         mask = size - 1
+        allocatePostings(size)
+    }
+
+    /// Empty postings for a table of `size` positions.
+    private mutating func allocatePostings(_ size: Int) {
+        if levelled {
+            firstLevel = Array(repeating: 0, count: size * wordsPerLevel)
+            upperHead = Array(repeating: -1, count: size)
+        } else {
+            firsts = Array(repeating: [], count: size)
+            isDense = Array(repeating: false, count: size)
+            extras = Array(repeating: [], count: size)
+        }
     }
 
     var count: Int { live }
@@ -64,25 +95,32 @@ struct BigramIndex: Sendable {
     /// Table position of `key`, or nil.
     @inline(__always)
     func position(of key: UInt64) -> Int? {
-        var i = home(key)
-        while true {
-            let k = keys[i]
-            if k == key { return i }
-            if k == Self.empty { return nil }
-            i = (i + 1) & mask
+        keys.withUnsafeBufferPointer { keys in
+            var i = home(key)
+            while true {
+                let k = keys[i]
+                if k == key { return i }
+                if k == Self.empty { return nil }
+                i = (i + 1) & mask
+            }
         }
     }
 
     /// How many times the text in `slot` contains the bigram at `position` (0 when absent).
     func occurrences(at position: Int, slot: Int) -> Int {
-        guard holds(position, slot) else { return 0 }
         if levelled {
-            let list = firsts[position]
+            let word = slot >> 6
             let bit = UInt64(1) << UInt64(slot & 63)
+            guard firstLevel[position * wordsPerLevel + word] & bit != 0 else { return 0 }
             var level = 1
-            while (level + 1) * wordsPerLevel <= list.count, list[level * wordsPerLevel + (slot >> 6)] & bit != 0 { level += 1 }
+            var block = upperHead[position]
+            while block >= 0, pool[Int(block) * wordsPerLevel + word] & bit != 0 {
+                level += 1
+                block = poolNext[Int(block)]
+            }
             return level
         }
+        guard holds(position, slot) else { return 0 }
         for e in extras[position] where Int(e >> 32) == slot { return Int(e & 0xFFFF_FFFF) }
         return 1
     }
@@ -94,9 +132,15 @@ struct BigramIndex: Sendable {
 
     /// Slots containing the bigram at `position` at least once, ascending.
     func slots(at position: Int) -> [Int] {
-        guard isDense[position] else { return firsts[position].map { Int($0) }.sorted() }
+        let bitset: ArraySlice<UInt64>
+        if levelled {
+            bitset = firstLevel[position * wordsPerLevel..<(position + 1) * wordsPerLevel]
+        } else {
+            guard isDense[position] else { return firsts[position].map { Int($0) }.sorted() }
+            bitset = firsts[position].prefix(wordsPerLevel)
+        }
         var out: [Int] = []
-        for (word, value) in firsts[position].prefix(wordsPerLevel).enumerated() {
+        for (word, value) in bitset.enumerated() {
             var bits = value
             while bits != 0 {
                 out.append(word * 64 + bits.trailingZeroBitCount)
@@ -106,8 +150,51 @@ struct BigramIndex: Sendable {
         return out
     }
 
-    /// Reads what the bigram at `position` holds: whether `firsts` is a bitset, the bitset or slot list,
-    /// and the extras (`slot << 32 | count`, counts ≥ 2), without copying.
+    /// Levelled form: copies the level bitsets a query adds, for each of `bigrams` held here its levels
+    /// `0 ..< min(count, levels held)`, into `rows` word-major (word `w` of row `r` at `rows[w · stride + r]`)
+    /// and returns how many rows it wrote. `stride` must be at least `Σ count` (the rows never exceed it).
+    func gatherLevels(
+        _ bigrams: UnsafeBufferPointer<(gram: UInt64, count: Int32)>, into rows: UnsafeMutablePointer<UInt64>, stride: Int
+    ) -> Int {
+        let words = wordsPerLevel
+        var n = 0
+        keys.withUnsafeBufferPointer { keys in
+            firstLevel.withUnsafeBufferPointer { first in
+                upperHead.withUnsafeBufferPointer { upperHead in
+                    pool.withUnsafeBufferPointer { pool in
+                        poolNext.withUnsafeBufferPointer { poolNext in
+                            for (gram, count) in bigrams {
+                                var i = home(gram)
+                                while true {
+                                    let k = keys[i]
+                                    if k == gram { break }
+                                    if k == Self.empty { i = -1; break }
+                                    i = (i + 1) & mask
+                                }
+                                guard i >= 0 else { continue }
+                                let base = i * words
+                                for w in 0..<words { rows[w * stride + n] = first[base + w] }
+                                n += 1
+                                var block = Int(upperHead[i])
+                                var level = 1
+                                while level < Int(count), block >= 0 {
+                                    let base = block * words
+                                    for w in 0..<words { rows[w * stride + n] = pool[base + w] }
+                                    n += 1
+                                    level += 1
+                                    block = Int(poolNext[block])
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return n
+    }
+
+    /// List form: reads what the bigram at `position` holds: whether `firsts` is a bitset, the bitset or
+    /// slot list, and the extras (`slot << 32 | count`, counts ≥ 2), without copying.
     @inline(__always)
     func withPostings<R>(
         at position: Int, _ body: (_ dense: Bool, _ firsts: UnsafeBufferPointer<UInt64>, _ extras: UnsafeBufferPointer<UInt64>) -> R
@@ -126,17 +213,16 @@ struct BigramIndex: Sendable {
             while keys[p] != Self.empty && keys[p] != Self.tombstone { p = (p + 1) & mask }
             if keys[p] == Self.tombstone { dead -= 1 }
             keys[p] = key
-            isDense[p] = levelled
-            firsts[p] = []
-            extras[p] = []
+            if !levelled {
+                isDense[p] = false
+                firsts[p] = []
+                extras[p] = []
+            }
             live += 1
             i = p
         }
         if levelled {
-            // Small bitsets: one per occurrence level, so repeated bigrams are counted word-wide too.
-            let needed = Int(count) * wordsPerLevel
-            if firsts[i].count < needed { firsts[i].append(contentsOf: repeatElement(0, count: needed - firsts[i].count)) }
-            for level in 0..<Int(count) { firsts[i][level * wordsPerLevel + (slot >> 6)] |= UInt64(1) << UInt64(slot & 63) }
+            insertLevelled(slot: slot, count: Int(count), at: i)
             return
         }
         if isDense[i] {
@@ -151,6 +237,44 @@ struct BigramIndex: Sendable {
             isDense[i] = true
         }
         if count > 1 { extras[i].append(UInt64(slot) << 32 | UInt64(count)) }
+    }
+
+    /// Sets `slot` in levels `0 ..< count` of the key at `i`, taking pool blocks for levels it lacks.
+    private mutating func insertLevelled(slot: Int, count: Int, at i: Int) {
+        let words = wordsPerLevel
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        firstLevel[i * words + word] |= bit
+        guard count > 1 else { return }
+        var block = upperHead[i]
+        if block < 0 {
+            block = takeBlock()
+            upperHead[i] = block
+        }
+        pool[Int(block) * words + word] |= bit
+        for _ in 2..<count {
+            var next = poolNext[Int(block)]
+            if next < 0 {
+                next = takeBlock()
+                poolNext[Int(block)] = next
+            }
+            block = next
+            pool[Int(block) * words + word] |= bit
+        }
+    }
+
+    /// A zeroed pool block with no next level: a freed one, or a new one at the end of the pool.
+    private mutating func takeBlock() -> Int32 {
+        if poolFree >= 0 {
+            let block = poolFree
+            poolFree = poolNext[Int(block)]
+            poolNext[Int(block)] = -1
+            return block
+        }
+        let block = Int32(poolNext.count)
+        pool.append(contentsOf: repeatElement(0, count: wordsPerLevel))
+        poolNext.append(-1)
+        return block
     }
 
     /// Removes `slot` from `key` (no-op when absent); the key goes when no slot holds it.
@@ -191,52 +315,71 @@ struct BigramIndex: Sendable {
         }
     }
 
-    /// Clears `slot` from every level and drops trailing empty levels (the key goes with its last slot).
+    /// Clears `slot` from every level of the key at `i`. Levels are nested (a slot in level `t` is in
+    /// level `t − 1`: it was inserted into levels `0 ..< count` at once), so the first level left empty
+    /// and every level above it are empty: those blocks go back to the pool, and the key goes with its
+    /// last slot.
     private mutating func removeLevelled(slot: Int, at i: Int) {
         let words = wordsPerLevel
         let word = slot >> 6
         let clear = ~(UInt64(1) << UInt64(slot & 63))
-        let kept: Int = firsts[i].withUnsafeMutableBufferPointer { list in
-            let levels = list.count / words
-            for level in 0..<levels { list[level * words + word] &= clear }
-            var kept = levels
-            while kept > 0 {
-                var any: UInt64 = 0
-                for w in 0..<words { any |= list[(kept - 1) * words + w] }
-                if any != 0 { break }
-                kept -= 1
+        var previous: Int32 = -1
+        var block = upperHead[i]
+        while block >= 0 {
+            let base = Int(block) * words
+            pool[base + word] &= clear
+            var any: UInt64 = 0
+            for w in 0..<words { any |= pool[base + w] }
+            if any == 0 {
+                if previous < 0 { upperHead[i] = -1 } else { poolNext[Int(previous)] = -1 }
+                while block >= 0 {
+                    let next = poolNext[Int(block)]
+                    for w in 0..<words { pool[Int(block) * words + w] = 0 }
+                    poolNext[Int(block)] = poolFree
+                    poolFree = block
+                    block = next
+                }
+                break
             }
-            return kept
+            previous = block
+            block = poolNext[Int(block)]
         }
-        if kept == 0 {
+        let base = i * words
+        firstLevel[base + word] &= clear
+        var any: UInt64 = 0
+        for w in 0..<words { any |= firstLevel[base + w] }
+        if any == 0 {
             keys[i] = Self.tombstone
-            firsts[i] = []
             live -= 1
             dead += 1
-        } else if kept * words < firsts[i].count {
-            firsts[i].removeLast(firsts[i].count - kept * words)
         }
     }
 
     private mutating func rebuild(size: Int) {
         let oldKeys = keys
+        let oldFirstLevel = firstLevel
+        let oldUpperHead = upperHead
         let oldFirsts = firsts
         let oldDense = isDense
         let oldExtras = extras
+        let words = wordsPerLevel
         keys = Array(repeating: Self.empty, count: size)
-        firsts = Array(repeating: [], count: size)
-        isDense = Array(repeating: false, count: size)
-        extras = Array(repeating: [], count: size)
         mask = size - 1
+        allocatePostings(size)
         live = 0
         dead = 0
         for (p, k) in oldKeys.enumerated() where k != Self.empty && k != Self.tombstone {
             var i = home(k)
             while keys[i] != Self.empty { i = (i + 1) & mask }
             keys[i] = k
-            firsts[i] = oldFirsts[p]
-            isDense[i] = oldDense[p]
-            extras[i] = oldExtras[p]
+            if levelled {
+                for w in 0..<words { firstLevel[i * words + w] = oldFirstLevel[p * words + w] }
+                upperHead[i] = oldUpperHead[p]
+            } else {
+                firsts[i] = oldFirsts[p]
+                isDense[i] = oldDense[p]
+                extras[i] = oldExtras[p]
+            }
             live += 1
         }
     }

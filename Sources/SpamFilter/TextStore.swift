@@ -29,11 +29,15 @@ struct TextStore: Sendable {
     /// Per-slot copies of the fields the scan reads first, so rejecting a slot touches no strings.
     private var times: [Double]
     private var lengths: [Int]
+    /// Bitset of the slots holding a text (the scans read it instead of the optional entries).
+    private var occupied: [UInt64]
     /// Bit-sliced shared-bigram counters of the current query, all zero between queries (reused).
     private var scratchCounters: [UInt64] = []
-    /// Slots that passed `admit` in the current query (bitset) and their requirements (reused, cleared after).
+    /// Slots admitted in the current query (bitset) and their requirements (reused, cleared after).
     private var scratchAdmitted: [UInt64] = []
     private var scratchRequirements: [Int] = []
+    /// The level bitsets the current query adds, word-major (reused; see ``BigramIndex/gatherLevels``).
+    private var scratchRows: [UInt64] = []
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -41,9 +45,10 @@ struct TextStore: Sendable {
         index = BigramIndex(slots: capacity, minimumCapacity: 256)
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
+        occupied = Array(repeating: 0, count: (capacity + 63) / 64)
     }
 
-    var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    var count: Int { occupied.reduce(0) { $0 + $1.nonzeroBitCount } }
 
     /// Distinct bigrams of `s` with counts, in order of first occurrence (nothing downstream needs them
     /// sorted: the index and the scan are order-free). Counted through a small open-addressing table.
@@ -87,7 +92,8 @@ struct TextStore: Sendable {
     ) {
         let slot = next
         next = (next + 1) % capacity
-        if let old = slots[slot] { unindex(old, slot: slot) }
+        // Moved out, not copied: no retain of its strings and arrays.
+        if let old = slots[slot].take() { unindex(old, slot: slot) }
         sequence += 1
         let entry = Entry(
             sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
@@ -98,6 +104,7 @@ struct TextStore: Sendable {
         slots[slot] = entry
         times[slot] = time
         lengths[slot] = length
+        occupied[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
@@ -106,108 +113,191 @@ struct TextStore: Sendable {
 
     /// Calls `body(slot)`, newest text first, for every stored text that passes `admit` and shares at
     /// least as many bigrams with the candidate as `admit` requires for it (exact multiset intersection,
-    /// `Σ_g min(count_candidate(g), count_stored(g))`).
-    ///
-    /// The intersection with every slot at once: each candidate bigram adds its slot bitset (or short
-    /// slot list) and, when repeated, its extra occurrences (``BigramIndex``) into bit-sliced counters,
-    /// one bit plane per counter bit, so a common bigram costs a few word operations per 64 slots however
-    /// many texts hold it. The counters are wide enough for `total` (the candidate's bigram occurrences),
-    /// so they never overflow.
-    ///
-    /// `required` is the smallest requirement `admit` can return: a bit-sliced comparison of all counters
-    /// with it picks the slots worth reading a count for.
-    @inline(__always)
+    /// `Σ_g min(count_candidate(g), count_stored(g))`). `required` is the smallest requirement `admit`
+    /// can return. The general form (tests); the filter uses the window and length-band form below.
     mutating func forEachSharingBigrams(
         _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int,
         admit: (_ time: Double, _ length: Int) -> Int?, _ body: (_ slot: Int) -> Void
     ) {
+        prepareScratch()
+        var requirements = scratchRequirements
+        scratchRequirements = []
+        if requirements.count < capacity { requirements = Array(repeating: 0, count: capacity) }
+        var any = false
+        for slot in 0..<capacity where (occupied[slot >> 6] >> UInt64(slot & 63)) & 1 != 0 {
+            guard let requirement = admit(times[slot], lengths[slot]) else { continue }
+            requirements[slot] = requirement
+            scratchAdmitted[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
+            any = true
+        }
+        if any {
+            requirements.withUnsafeBufferPointer { requirements in
+                countShared(bigrams, total: total, required: required, requirement: { requirements[$0] }, body)
+            }
+        }
+        scratchRequirements = requirements
+    }
+
+    /// ``forEachSharingBigrams(_:total:required:admit:_:)`` for the filter's admission: a stored text
+    /// is admitted when `|time_s − time| < window` and its length lies in `lengths`, and then needs
+    /// `requirement(length)` shared bigrams; `required` ≤ every such requirement. The requirement is
+    /// computed only for the slots whose count already reaches `required` (the same set, fewer calls).
+    @inline(__always)
+    mutating func forEachSharingBigrams(
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int, around time: Double, window: Double,
+        lengths band: ClosedRange<Int>, requirement: (_ length: Int) -> Int, _ body: (_ slot: Int) -> Void
+    ) {
+        prepareScratch()
+        guard admitInWindow(around: time, window: window, lengths: band) else { return }
+        let lengths = self.lengths
+        lengths.withUnsafeBufferPointer { lengths in
+            countShared(bigrams, total: total, required: required, requirement: { requirement(lengths[$0]) }, body)
+        }
+    }
+
+    /// Calls `body(slot)`, newest text first, for every stored text within `window` of `time` whose
+    /// length lies in `lengths` (the candidates when no shared-bigram bound applies).
+    mutating func forEachInWindow(
+        around time: Double, window: Double, lengths band: ClosedRange<Int>, _ body: (_ slot: Int) -> Void
+    ) {
+        prepareScratch()
+        guard admitInWindow(around: time, window: window, lengths: band) else { return }
+        var admitted = scratchAdmitted
+        scratchAdmitted = []
+        admitted.withUnsafeMutableBufferPointer { admitted in
+            forEachNewestFirst(admitted) { slot, _, _ in body(slot) }
+            for i in 0..<admitted.count { admitted[i] = 0 }
+        }
+        scratchAdmitted = admitted
+    }
+
+    /// Sizes the reused scratch buffers for this store (they are all zero between queries).
+    @inline(__always)
+    private mutating func prepareScratch() {
         let words = index.wordsPerLevel
-        let planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
+        if scratchAdmitted.count < words { scratchAdmitted = Array(repeating: 0, count: words) }
+    }
+
+    /// Sets in `scratchAdmitted` the occupied slots within `window` of `time` with a length in `band`;
+    /// whether any is.
+    @inline(__always)
+    private mutating func admitInWindow(around time: Double, window: Double, lengths band: ClosedRange<Int>) -> Bool {
+        let low = band.lowerBound
+        let span = UInt(bitPattern: band.upperBound - band.lowerBound)
+        var any: UInt64 = 0
+        let words = index.wordsPerLevel
+        occupied.withUnsafeBufferPointer { occupied in
+            times.withUnsafeBufferPointer { times in
+                lengths.withUnsafeBufferPointer { lengths in
+                    scratchAdmitted.withUnsafeMutableBufferPointer { admitted in
+                        for word in 0..<words {
+                            var bits = occupied[word]
+                            var passed: UInt64 = 0
+                            while bits != 0 {
+                                let bit = bits.trailingZeroBitCount
+                                bits &= bits &- 1
+                                let slot = word << 6 | bit
+                                if abs(times[slot] - time) < window, UInt(bitPattern: lengths[slot] &- low) <= span {
+                                    passed |= UInt64(1) << UInt64(bit)
+                                }
+                            }
+                            admitted[word] = passed
+                            any |= passed
+                        }
+                    }
+                }
+            }
+        }
+        return any != 0
+    }
+
+    /// Visits the set bits of `mask` newest slot first: the ring's slots below `next` downwards, then
+    /// those from `next` up, downwards. `body` gets the slot, its word and its bit.
+    @inline(__always)
+    private func forEachNewestFirst(_ mask: UnsafeMutableBufferPointer<UInt64>, _ body: (_ slot: Int, _ word: Int, _ bit: Int) -> Void) {
+        for (low, high) in [(0, next), (next, capacity)] where low < high {
+            var word = (high - 1) >> 6
+            while word >= low >> 6 {
+                var bits = mask[word]
+                let base = word << 6
+                if base + 64 > high { bits &= (UInt64(1) << UInt64(high - base)) &- 1 }
+                if base < low { bits &= ~((UInt64(1) << UInt64(low - base)) &- 1) }
+                while bits != 0 {
+                    let bit = 63 - bits.leadingZeroBitCount
+                    bits &= ~(UInt64(1) << UInt64(bit))
+                    body(base + bit, word, bit)
+                }
+                word -= 1
+            }
+        }
+    }
+
+    /// The intersection with every admitted slot (the bits of `scratchAdmitted`) at once, then `body`
+    /// for those reaching `requirement(slot)`, newest first; leaves the scratch buffers zeroed.
+    ///
+    /// Small stores (levelled index): the level bitsets the candidate's bigrams add are gathered into
+    /// rows and summed per word with carry-save adders (Harley–Seal: 7 adders fold 8 rows into the
+    /// 1s, 2s and 4s planes and one carry into the 8s plane and up), a few word operations per row
+    /// instead of a carry rippling through every plane. Every slot is counted; non-admitted slots are
+    /// masked out at the end. Large stores: each candidate bigram adds its slot bitset (or short slot
+    /// list) and, when repeated, its extra occurrences (``BigramIndex``), masked by the admitted slots
+    /// first so the others add no carries. Either way the counters are bit-sliced, one bit plane per
+    /// counter bit, wide enough for every count (a count never exceeds the rows added, nor `total`,
+    /// the candidate's bigram occurrences), so they never overflow.
+    ///
+    /// `required` is the smallest requirement: a bit-sliced comparison of all counters with it picks
+    /// the slots worth reading a count for.
+    @inline(__always)
+    private mutating func countShared(
+        _ bigrams: [(gram: UInt64, count: Int32)], total: Int, required: Int, requirement: (_ slot: Int) -> Int,
+        _ body: (_ slot: Int) -> Void
+    ) {
+        let words = index.wordsPerLevel
+        var planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
+        // Taken out (and put back after), so mutating them copies nothing.
         var counters = scratchCounters
         var admitted = scratchAdmitted
-        var requirements = scratchRequirements
+        var rows = scratchRows
+        scratchCounters = []
+        scratchAdmitted = []
+        scratchRows = []
         defer {
             scratchCounters = counters
             scratchAdmitted = admitted
-            scratchRequirements = requirements
+            scratchRows = rows
+        }
+        var stride = 0
+        if index.levelled {
+            for (_, count) in bigrams { stride += Int(count) }
+            if rows.count < stride * words { rows = Array(repeating: 0, count: stride * words) }
         }
         if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
-        if admitted.count < words { admitted = Array(repeating: 0, count: words) }
-        if requirements.count < capacity { requirements = Array(repeating: 0, count: capacity) }
-        // Window and length first: only admitted slots are counted, so the others add no carries.
-        var any = false
-        for slot in 0..<capacity where slots[slot] != nil {
-            guard let requirement = admit(times[slot], lengths[slot]) else { continue }
-            requirements[slot] = requirement
-            admitted[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
-            any = true
-        }
-        guard any else { return }
         counters.withUnsafeMutableBufferPointer { counters in
             admitted.withUnsafeMutableBufferPointer { admitted in
-                /// Adds `value` (≥ 1) to the counter of the one slot `bit` in `word`.
-                @inline(__always)
-                func addValue(_ value: Int, word: Int, bit: UInt64) {
-                    var rest = value
-                    var start = 0
-                    while rest != 0 {
-                        if rest & 1 != 0 {
-                            var carry = bit
-                            var plane = start
-                            while carry != 0 {
-                                let c = counters[plane * words + word]
-                                counters[plane * words + word] = c ^ carry
-                                carry &= c
-                                plane += 1
-                            }
-                        }
-                        rest >>= 1
-                        start += 1
-                    }
-                }
-                for (gram, count) in bigrams {
-                    guard let position = index.position(of: gram) else { continue }
-                    index.withPostings(at: position) { dense, firsts, extras in
-                        if dense {
-                            // One bitset per occurrence level (one level only in large stores: see extras).
-                            for level in 0..<min(Int(count), firsts.count / words) {
-                                for word in 0..<words {
-                                    var carry = firsts[level * words + word] & admitted[word]
-                                    var plane = 0
-                                    while carry != 0 {
-                                        let c = counters[plane * words + word]
-                                        counters[plane * words + word] = c ^ carry
-                                        carry &= c
-                                        plane += 1
-                                    }
-                                }
-                            }
-                        } else {
-                            for slot in firsts {
-                                let word = Int(slot >> 6)
-                                let bit = (admitted[word] >> (slot & 63)) & 1
-                                if bit != 0 { addValue(1, word: word, bit: UInt64(1) << (slot & 63)) }
-                            }
-                        }
-                        guard count > 1 else { return }
-                        for extra in extras {
-                            let slot = Int(extra >> 32)
-                            let word = slot >> 6
-                            let bit = UInt64(1) << UInt64(slot & 63)
-                            guard admitted[word] & bit != 0 else { continue }
-                            // Occurrences beyond the first, both sides: min(count_q, count_s) − 1.
-                            addValue(min(Int(count), Int(extra & 0xFFFF_FFFF)) - 1, word: word, bit: bit)
+                if index.levelled {
+                    let n = rows.withUnsafeMutableBufferPointer { rows in
+                        bigrams.withUnsafeBufferPointer { bigrams in
+                            index.gatherLevels(bigrams, into: rows.baseAddress!, stride: stride)
                         }
                     }
+                    // A count never exceeds the rows added: fewer planes when some bigrams are absent.
+                    planes = max(1, Int.bitWidth - max(n, 1).leadingZeroBitCount)
+                    rows.withUnsafeBufferPointer { rows in
+                        for word in 0..<words {
+                            Self.sumRows(rows.baseAddress! + word * stride, count: n, into: counters, word: word, words: words)
+                        }
+                    }
+                } else {
+                    countListed(bigrams, counters: counters, admitted: admitted)
                 }
                 // admitted ∧ (counter ≥ required), from the top plane down; none when `required` needs more
-                // bits than the counters have (a count never exceeds `total`).
+                // bits than the counters have (a count never exceeds the rows added).
                 let required = max(required, 0)
                 let reachable = required < (1 << planes)
                 for word in 0..<words {
                     var greater: UInt64 = 0
                     var equal: UInt64 = ~0
-                    for plane in stride(from: planes - 1, through: 0, by: -1) {
+                    for plane in Swift.stride(from: planes - 1, through: 0, by: -1) {
                         let c = counters[plane * words + word]
                         if (required >> plane) & 1 == 1 {
                             equal &= c
@@ -218,28 +308,131 @@ struct TextStore: Sendable {
                     }
                     admitted[word] &= reachable ? (greater | equal) : 0
                 }
-                // Newest first: the ring's slots below `next` downwards, then those from `next` up, downwards;
-                // only the set bits of the mask are visited.
-                for (low, high) in [(0, next), (next, capacity)] where low < high {
-                    var word = (high - 1) >> 6
-                    while word >= low >> 6 {
-                        var bits = admitted[word]
-                        let base = word << 6
-                        if base + 64 > high { bits &= (UInt64(1) << UInt64(high - base)) &- 1 }
-                        if base < low { bits &= ~((UInt64(1) << UInt64(low - base)) &- 1) }
-                        while bits != 0 {
-                            let bit = 63 - bits.leadingZeroBitCount
-                            bits &= ~(UInt64(1) << UInt64(bit))
-                            let slot = base + bit
-                            var shared = 0
-                            for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
-                            if shared >= requirements[slot] { body(slot) }
-                        }
-                        word -= 1
-                    }
+                forEachNewestFirst(admitted) { slot, word, bit in
+                    var shared = 0
+                    for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
+                    if shared >= requirement(slot) { body(slot) }
                 }
                 for i in 0..<(planes * words) { counters[i] = 0 }
                 for i in 0..<words { admitted[i] = 0 }
+            }
+        }
+    }
+
+    /// Adds `count` rows (word `word` of each, consecutive from `rows`) into the bit-sliced counters of
+    /// that word, which hold zero on entry. Carry-save adders keep the 1s, 2s and 4s planes in registers;
+    /// each group of 8 rows sends one carry word into the 8s plane, rippling up only while it carries.
+    /// The sum is exact (each adder keeps `a + b + c = low + 2·high` bitwise) and fits the planes (a
+    /// count never exceeds `count`, and 8 rows or more need at least 4 planes).
+    @inline(__always)
+    private static func sumRows(
+        _ rows: UnsafePointer<UInt64>, count: Int, into counters: UnsafeMutableBufferPointer<UInt64>, word: Int, words: Int
+    ) {
+        @inline(__always)
+        func add(_ a: UInt64, _ b: UInt64, _ c: UInt64) -> (low: UInt64, high: UInt64) {
+            let u = a ^ b
+            return (u ^ c, (a & b) | (u & c))
+        }
+        var ones: UInt64 = 0
+        var twos: UInt64 = 0
+        var fours: UInt64 = 0
+        var r = 0
+        while r + 8 <= count {
+            let a = add(ones, rows[r], rows[r + 1])
+            let b = add(a.low, rows[r + 2], rows[r + 3])
+            let twosA = add(twos, a.high, b.high)
+            let c = add(b.low, rows[r + 4], rows[r + 5])
+            let d = add(c.low, rows[r + 6], rows[r + 7])
+            let twosB = add(twosA.low, c.high, d.high)
+            let foursA = add(fours, twosA.high, twosB.high)
+            ones = d.low
+            twos = twosB.low
+            fours = foursA.low
+            var carry = foursA.high
+            var plane = 3
+            while carry != 0 {
+                let value = counters[plane * words + word]
+                counters[plane * words + word] = value ^ carry
+                carry &= value
+                plane += 1
+            }
+            r += 8
+        }
+        if count >= 8 {
+            counters[word] = ones
+            counters[words + word] = twos
+            counters[2 * words + word] = fours
+        }
+        while r < count {
+            var carry = rows[r]
+            var plane = 0
+            while carry != 0 {
+                let value = counters[plane * words + word]
+                counters[plane * words + word] = value ^ carry
+                carry &= value
+                plane += 1
+            }
+            r += 1
+        }
+    }
+
+    /// Large stores: adds every candidate bigram's postings, masked by the admitted slots, into the counters.
+    @inline(__always)
+    private func countListed(
+        _ bigrams: [(gram: UInt64, count: Int32)], counters: UnsafeMutableBufferPointer<UInt64>,
+        admitted: UnsafeMutableBufferPointer<UInt64>
+    ) {
+        let words = index.wordsPerLevel
+        /// Adds `value` (≥ 1) to the counter of the one slot `bit` in `word`.
+        @inline(__always)
+        func addValue(_ value: Int, word: Int, bit: UInt64) {
+            var rest = value
+            var start = 0
+            while rest != 0 {
+                if rest & 1 != 0 {
+                    var carry = bit
+                    var plane = start
+                    while carry != 0 {
+                        let c = counters[plane * words + word]
+                        counters[plane * words + word] = c ^ carry
+                        carry &= c
+                        plane += 1
+                    }
+                }
+                rest >>= 1
+                start += 1
+            }
+        }
+        for (gram, count) in bigrams {
+            guard let position = index.position(of: gram) else { continue }
+            index.withPostings(at: position) { dense, firsts, extras in
+                if dense {
+                    for word in 0..<words {
+                        var carry = firsts[word] & admitted[word]
+                        var plane = 0
+                        while carry != 0 {
+                            let c = counters[plane * words + word]
+                            counters[plane * words + word] = c ^ carry
+                            carry &= c
+                            plane += 1
+                        }
+                    }
+                } else {
+                    for slot in firsts {
+                        let word = Int(slot >> 6)
+                        let bit = (admitted[word] >> (slot & 63)) & 1
+                        if bit != 0 { addValue(1, word: word, bit: UInt64(1) << (slot & 63)) }
+                    }
+                }
+                guard count > 1 else { return }
+                for extra in extras {
+                    let slot = Int(extra >> 32)
+                    let word = slot >> 6
+                    let bit = UInt64(1) << UInt64(slot & 63)
+                    guard admitted[word] & bit != 0 else { continue }
+                    // Occurrences beyond the first, both sides: min(count_q, count_s) − 1.
+                    addValue(min(Int(count), Int(extra & 0xFFFF_FFFF)) - 1, word: word, bit: bit)
+                }
             }
         }
     }
@@ -285,6 +478,7 @@ struct TextStore: Sendable {
 
     mutating func removeAll() {
         slots = Array(repeating: nil, count: capacity)
+        for i in occupied.indices { occupied[i] = 0 }
         index.removeAll()
         next = 0
     }
