@@ -34,6 +34,9 @@ struct BigramIndex: Sendable {
     /// holds that many occurrences, so still at most 4 words per occurrence, and repeated bigrams are
     /// counted word-wide too. Larger stores use lists, single bitsets and extras (see the type's comment).
     private static let levelledWords = 4
+    /// Words per level bitset in the levelled form: always 4 (words past `wordsPerLevel` stay zero), so a
+    /// row is one 4-word vector and the loops over it have a fixed length.
+    static let rowWords = 4
 
     /// Words per bitset: one bit per stored-text slot.
     let wordsPerLevel: Int
@@ -55,6 +58,7 @@ struct BigramIndex: Sendable {
     private var pool: [UInt64] = []
     private var poolNext: [Int32] = []
     private var poolFree: Int32 = -1
+    private var poolFreeCount = 0
 
     // List form (large stores).
     /// Slots holding each key at least once: a bitset (`isDense`) or a list of slot numbers.
@@ -76,7 +80,7 @@ struct BigramIndex: Sendable {
     /// Empty postings for a table of `size` positions.
     private mutating func allocatePostings(_ size: Int) {
         if levelled {
-            firstLevel = Array(repeating: 0, count: size * wordsPerLevel)
+            firstLevel = Array(repeating: 0, count: size * Self.rowWords)
             upperHead = Array(repeating: -1, count: size)
         } else {
             firsts = Array(repeating: [], count: size)
@@ -111,10 +115,10 @@ struct BigramIndex: Sendable {
         if levelled {
             let word = slot >> 6
             let bit = UInt64(1) << UInt64(slot & 63)
-            guard firstLevel[position * wordsPerLevel + word] & bit != 0 else { return 0 }
+            guard firstLevel[position * Self.rowWords + word] & bit != 0 else { return 0 }
             var level = 1
             var block = upperHead[position]
-            while block >= 0, pool[Int(block) * wordsPerLevel + word] & bit != 0 {
+            while block >= 0, pool[Int(block) * Self.rowWords + word] & bit != 0 {
                 level += 1
                 block = poolNext[Int(block)]
             }
@@ -134,7 +138,7 @@ struct BigramIndex: Sendable {
     func slots(at position: Int) -> [Int] {
         let bitset: ArraySlice<UInt64>
         if levelled {
-            bitset = firstLevel[position * wordsPerLevel..<(position + 1) * wordsPerLevel]
+            bitset = firstLevel[position * Self.rowWords..<position * Self.rowWords + wordsPerLevel]
         } else {
             guard isDense[position] else { return firsts[position].map { Int($0) }.sorted() }
             bitset = firsts[position].prefix(wordsPerLevel)
@@ -150,42 +154,100 @@ struct BigramIndex: Sendable {
         return out
     }
 
-    /// Levelled form: copies the level bitsets a query adds, for each of `bigrams` held here its levels
-    /// `0 ..< min(count, levels held)`, into `rows` word-major (word `w` of row `r` at `rows[w · stride + r]`)
-    /// and returns how many rows it wrote. `stride` must be at least `Σ count` (the rows never exceed it).
-    func gatherLevels(
-        _ bigrams: UnsafeBufferPointer<(gram: UInt64, count: Int32)>, into rows: UnsafeMutablePointer<UInt64>, stride: Int
+    /// Levelled form: adds, for each of `bigrams` held here, its levels `0 ..< min(count, levels held)`
+    /// into bit-sliced counters (plane `p` in `counters[4p ..< 4p + 4]`, all zero on entry) and returns
+    /// how many level rows it added; no count exceeds that. `rows` is scratch for at least `Σ count`
+    /// row addresses (the rows never exceed it).
+    ///
+    /// The rows are summed as 4-word vectors with carry-save adders (Harley–Seal): 7 adders fold 8 rows
+    /// into the 1s, 2s and 4s planes, kept in registers, and one carry into the 8s plane, rippling up
+    /// only while it carries; the last rows ripple in one by one. Exact: each adder keeps
+    /// `a + b + c = low + 2·high` bitwise, so the planes always hold the sum of the rows so far.
+    func addLevels(
+        _ bigrams: UnsafeBufferPointer<(gram: UInt64, count: Int32)>, into counters: UnsafeMutablePointer<UInt64>,
+        rows: UnsafeMutablePointer<Int>
     ) -> Int {
-        let words = wordsPerLevel
+        typealias Row = SIMD4<UInt64>
+        let mask = self.mask
         var n = 0
         keys.withUnsafeBufferPointer { keys in
             firstLevel.withUnsafeBufferPointer { first in
                 upperHead.withUnsafeBufferPointer { upperHead in
                     pool.withUnsafeBufferPointer { pool in
                         poolNext.withUnsafeBufferPointer { poolNext in
+                            guard let firstBase = first.baseAddress else { return }
                             for (gram, count) in bigrams {
-                                var i = home(gram)
+                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
                                 while true {
                                     let k = keys[i]
                                     if k == gram { break }
-                                    if k == Self.empty { i = -1; break }
+                                    if k == Self.empty {
+                                        i = -1
+                                        break
+                                    }
                                     i = (i + 1) & mask
                                 }
                                 guard i >= 0 else { continue }
-                                let base = i * words
-                                for w in 0..<words { rows[w * stride + n] = first[base + w] }
+                                rows[n] = Int(bitPattern: firstBase + i * Self.rowWords)
                                 n += 1
                                 var block = Int(upperHead[i])
                                 var level = 1
-                                while level < Int(count), block >= 0 {
-                                    let base = block * words
-                                    for w in 0..<words { rows[w * stride + n] = pool[base + w] }
+                                while level < Int(count), block >= 0, let poolBase = pool.baseAddress {
+                                    rows[n] = Int(bitPattern: poolBase + block * Self.rowWords)
                                     n += 1
                                     level += 1
                                     block = Int(poolNext[block])
                                 }
                             }
                         }
+                    }
+                    @inline(__always)
+                    func row(_ r: Int) -> Row { UnsafeRawPointer(bitPattern: rows[r]).unsafelyUnwrapped.loadUnaligned(as: Row.self) }
+                    @inline(__always)
+                    func add(_ a: Row, _ b: Row, _ c: Row) -> (low: Row, high: Row) {
+                        let u = a ^ b
+                        return (u ^ c, (a & b) | (u & c))
+                    }
+                    /// Adds `carry` into the planes from `plane` up.
+                    @inline(__always)
+                    func ripple(_ carry: Row, from plane: Int) {
+                        var carry = carry
+                        var plane = plane
+                        while carry[0] | carry[1] | carry[2] | carry[3] != 0 {
+                            let at = UnsafeMutableRawPointer(counters + plane * Self.rowWords)
+                            let value = at.loadUnaligned(as: Row.self)
+                            at.storeBytes(of: value ^ carry, as: Row.self)
+                            carry &= value
+                            plane += 1
+                        }
+                    }
+                    var ones = Row()
+                    var twos = Row()
+                    var fours = Row()
+                    var r = 0
+                    while r + 8 <= n {
+                        let a = add(ones, row(r), row(r + 1))
+                        let b = add(a.low, row(r + 2), row(r + 3))
+                        let twosA = add(twos, a.high, b.high)
+                        let c = add(b.low, row(r + 4), row(r + 5))
+                        let d = add(c.low, row(r + 6), row(r + 7))
+                        let twosB = add(twosA.low, c.high, d.high)
+                        let foursA = add(fours, twosA.high, twosB.high)
+                        ones = d.low
+                        twos = twosB.low
+                        fours = foursA.low
+                        ripple(foursA.high, from: 3)
+                        r += 8
+                    }
+                    if n >= 8 {
+                        // Planes 0 ... 2 were untouched (zero) so far; 8 rows or more mean at least 4 planes.
+                        UnsafeMutableRawPointer(counters).storeBytes(of: ones, as: Row.self)
+                        UnsafeMutableRawPointer(counters + Self.rowWords).storeBytes(of: twos, as: Row.self)
+                        UnsafeMutableRawPointer(counters + 2 * Self.rowWords).storeBytes(of: fours, as: Row.self)
+                    }
+                    while r < n {
+                        ripple(row(r), from: 0)
+                        r += 1
                     }
                 }
             }
@@ -239,9 +301,101 @@ struct BigramIndex: Sendable {
         if count > 1 { extras[i].append(UInt64(slot) << 32 | UInt64(count)) }
     }
 
+    /// Records that the text in `slot` holds each of `bigrams` `count` times (distinct bigrams; a slot is
+    /// inserted once per key). Levelled form: the table and the pool get room for the whole text first
+    /// (a rebuild when the text's keys, all new at worst, could pass half the table, doubling while they
+    /// would fill more than a quarter of it; free blocks for every level above 0), so one pass over
+    /// unchecked buffers does the rest and no position moves meanwhile.
+    mutating func insert(slot: Int, bigrams: UnsafeBufferPointer<(gram: UInt64, count: Int32)>) {
+        guard levelled else {
+            for (gram, count) in bigrams { insert(slot: slot, count: count, for: gram) }
+            return
+        }
+        if (live + dead + bigrams.count) * 2 > keys.count {
+            var size = keys.count
+            while (live + bigrams.count) * 4 > size { size <<= 1 }
+            rebuild(size: size)
+        }
+        var upper = 0
+        for (_, count) in bigrams { upper += Int(count) - 1 }
+        while poolFreeCount < upper {
+            let block = Int32(poolNext.count)
+            pool.append(contentsOf: repeatElement(0, count: Self.rowWords))
+            poolNext.append(poolFree)
+            poolFree = block
+            poolFreeCount += 1
+        }
+        let words = Self.rowWords
+        let mask = self.mask
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        var live = self.live
+        var dead = self.dead
+        var free = poolFree
+        var taken = 0
+        keys.withUnsafeMutableBufferPointer { keys in
+            firstLevel.withUnsafeMutableBufferPointer { first in
+                upperHead.withUnsafeMutableBufferPointer { head in
+                    pool.withUnsafeMutableBufferPointer { pool in
+                        poolNext.withUnsafeMutableBufferPointer { next in
+                            for (gram, count) in bigrams {
+                                // The key's position, else the first tombstone or empty position on its probe path.
+                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                                var reuse = -1
+                                while true {
+                                    let k = keys[i]
+                                    if k == gram { break }
+                                    if k == Self.empty {
+                                        if reuse >= 0 {
+                                            i = reuse
+                                            dead -= 1
+                                        }
+                                        keys[i] = gram
+                                        live += 1
+                                        break
+                                    }
+                                    if k == Self.tombstone, reuse < 0 { reuse = i }
+                                    i = (i + 1) & mask
+                                }
+                                first[i * words + word] |= bit
+                                guard count > 1 else { continue }
+                                // Levels 1 ..< count: follow the key's blocks, taking free ones where they end.
+                                var block = Int(head[i])
+                                if block < 0 {
+                                    block = Int(free)
+                                    free = next[block]
+                                    next[block] = -1
+                                    taken += 1
+                                    head[i] = Int32(block)
+                                }
+                                pool[block * words + word] |= bit
+                                for _ in 2..<Int(count) {
+                                    var following = Int(next[block])
+                                    if following < 0 {
+                                        following = Int(free)
+                                        free = next[following]
+                                        next[following] = -1
+                                        taken += 1
+                                        next[block] = Int32(following)
+                                    }
+                                    block = following
+                                    pool[block * words + word] |= bit
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.live = live
+        self.dead = dead
+        poolFree = free
+        poolFreeCount -= taken
+    }
+
     /// Sets `slot` in levels `0 ..< count` of the key at `i`, taking pool blocks for levels it lacks.
     private mutating func insertLevelled(slot: Int, count: Int, at i: Int) {
-        let words = wordsPerLevel
+        let words = Self.rowWords
         let word = slot >> 6
         let bit = UInt64(1) << UInt64(slot & 63)
         firstLevel[i * words + word] |= bit
@@ -269,10 +423,11 @@ struct BigramIndex: Sendable {
             let block = poolFree
             poolFree = poolNext[Int(block)]
             poolNext[Int(block)] = -1
+            poolFreeCount -= 1
             return block
         }
         let block = Int32(poolNext.count)
-        pool.append(contentsOf: repeatElement(0, count: wordsPerLevel))
+        pool.append(contentsOf: repeatElement(0, count: Self.rowWords))
         poolNext.append(-1)
         return block
     }
@@ -315,12 +470,93 @@ struct BigramIndex: Sendable {
         }
     }
 
+    /// Removes `slot` from each of `bigrams`, whose counts must be those it was inserted with. Levelled
+    /// form: only the levels below the slot's count hold it, and levels are nested (a slot in level `t`
+    /// is in level `t − 1`), so the first of them left empty and every level above it are empty: those
+    /// blocks go back to the pool, and a key goes with its last slot. One pass over unchecked buffers.
+    mutating func remove(slot: Int, bigrams: UnsafeBufferPointer<(gram: UInt64, count: Int32)>) {
+        guard levelled else {
+            for (gram, _) in bigrams { remove(slot: slot, for: gram) }
+            return
+        }
+        let words = Self.rowWords
+        let mask = self.mask
+        let word = slot >> 6
+        let clear = ~(UInt64(1) << UInt64(slot & 63))
+        var live = self.live
+        var dead = self.dead
+        var free = poolFree
+        var freed = 0
+        keys.withUnsafeMutableBufferPointer { keys in
+            firstLevel.withUnsafeMutableBufferPointer { first in
+                upperHead.withUnsafeMutableBufferPointer { head in
+                    pool.withUnsafeMutableBufferPointer { pool in
+                        poolNext.withUnsafeMutableBufferPointer { next in
+                            for (gram, count) in bigrams {
+                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                                while true {
+                                    let k = keys[i]
+                                    if k == gram { break }
+                                    if k == Self.empty {
+                                        i = -1
+                                        break
+                                    }
+                                    i = (i + 1) & mask
+                                }
+                                guard i >= 0 else { continue }
+                                if count > 1 {
+                                    var previous = -1
+                                    var block = Int(head[i])
+                                    var level = 1
+                                    while level < Int(count), block >= 0 {
+                                        let base = block * words
+                                        pool[base + word] &= clear
+                                        var any: UInt64 = 0
+                                        for w in 0..<words { any |= pool[base + w] }
+                                        if any == 0 {
+                                            if previous < 0 { head[i] = -1 } else { next[previous] = -1 }
+                                            while block >= 0 {
+                                                let following = Int(next[block])
+                                                for w in 0..<words { pool[block * words + w] = 0 }
+                                                next[block] = free
+                                                free = Int32(block)
+                                                freed += 1
+                                                block = following
+                                            }
+                                            break
+                                        }
+                                        previous = block
+                                        block = Int(next[block])
+                                        level += 1
+                                    }
+                                }
+                                let base = i * words
+                                first[base + word] &= clear
+                                var any: UInt64 = 0
+                                for w in 0..<words { any |= first[base + w] }
+                                if any == 0 {
+                                    keys[i] = Self.tombstone
+                                    live -= 1
+                                    dead += 1
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.live = live
+        self.dead = dead
+        poolFree = free
+        poolFreeCount += freed
+    }
+
     /// Clears `slot` from every level of the key at `i`. Levels are nested (a slot in level `t` is in
     /// level `t − 1`: it was inserted into levels `0 ..< count` at once), so the first level left empty
     /// and every level above it are empty: those blocks go back to the pool, and the key goes with its
     /// last slot.
     private mutating func removeLevelled(slot: Int, at i: Int) {
-        let words = wordsPerLevel
+        let words = Self.rowWords
         let word = slot >> 6
         let clear = ~(UInt64(1) << UInt64(slot & 63))
         var previous: Int32 = -1
@@ -337,6 +573,7 @@ struct BigramIndex: Sendable {
                     for w in 0..<words { pool[Int(block) * words + w] = 0 }
                     poolNext[Int(block)] = poolFree
                     poolFree = block
+                    poolFreeCount += 1
                     block = next
                 }
                 break
@@ -362,7 +599,7 @@ struct BigramIndex: Sendable {
         let oldFirsts = firsts
         let oldDense = isDense
         let oldExtras = extras
-        let words = wordsPerLevel
+        let words = Self.rowWords
         keys = Array(repeating: Self.empty, count: size)
         mask = size - 1
         allocatePostings(size)

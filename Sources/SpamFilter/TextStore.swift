@@ -36,8 +36,8 @@ struct TextStore: Sendable {
     /// Slots admitted in the current query (bitset) and their requirements (reused, cleared after).
     private var scratchAdmitted: [UInt64] = []
     private var scratchRequirements: [Int] = []
-    /// The level bitsets the current query adds, word-major (reused; see ``BigramIndex/gatherLevels``).
-    private var scratchRows: [UInt64] = []
+    /// Addresses of the level rows the current query adds (reused; see ``BigramIndex/addLevels``).
+    private var scratchRows: [Int] = []
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -98,9 +98,7 @@ struct TextStore: Sendable {
         let entry = Entry(
             sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
             bigrams: bigrams)
-        for (gram, count) in bigrams {
-            index.insert(slot: slot, count: count, for: gram)
-        }
+        bigrams.withUnsafeBufferPointer { index.insert(slot: slot, bigrams: $0) }
         slots[slot] = entry
         times[slot] = time
         lengths[slot] = length
@@ -108,7 +106,7 @@ struct TextStore: Sendable {
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
-        for (gram, _) in entry.bigrams { index.remove(slot: slot, for: gram) }
+        entry.bigrams.withUnsafeBufferPointer { index.remove(slot: slot, bigrams: $0) }
     }
 
     /// Calls `body(slot)`, newest text first, for every stored text that passes `admit` and shares at
@@ -235,11 +233,10 @@ struct TextStore: Sendable {
     /// The intersection with every admitted slot (the bits of `scratchAdmitted`) at once, then `body`
     /// for those reaching `requirement(slot)`, newest first; leaves the scratch buffers zeroed.
     ///
-    /// Small stores (levelled index): the level bitsets the candidate's bigrams add are gathered into
-    /// rows and summed per word with carry-save adders (Harley–Seal: 7 adders fold 8 rows into the
-    /// 1s, 2s and 4s planes and one carry into the 8s plane and up), a few word operations per row
-    /// instead of a carry rippling through every plane. Every slot is counted; non-admitted slots are
-    /// masked out at the end. Large stores: each candidate bigram adds its slot bitset (or short slot
+    /// Small stores (levelled index): the level bitsets the candidate's bigrams add are summed as
+    /// 4-word rows with carry-save adders (``BigramIndex/addLevels``), a few vector operations per row
+    /// instead of a carry rippling through the planes word by word. Every slot is counted; non-admitted
+    /// slots are masked out at the end. Large stores: each candidate bigram adds its slot bitset (or short slot
     /// list) and, when repeated, its extra occurrences (``BigramIndex``), masked by the admitted slots
     /// first so the others add no carries. Either way the counters are bit-sliced, one bit plane per
     /// counter bit, wide enough for every count (a count never exceeds the rows added, nor `total`,
@@ -253,6 +250,9 @@ struct TextStore: Sendable {
         _ body: (_ slot: Int) -> Void
     ) {
         let words = index.wordsPerLevel
+        // Plane p of the counters holds word w at p · stride + w: 4 words per plane for the levelled
+        // index (its rows are 4-word vectors; words past `words` stay zero), `words` otherwise.
+        let stride = index.levelled ? BigramIndex.rowWords : words
         var planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
         // Taken out (and put back after), so mutating them copies nothing.
         var counters = scratchCounters
@@ -266,27 +266,22 @@ struct TextStore: Sendable {
             scratchAdmitted = admitted
             scratchRows = rows
         }
-        var stride = 0
         if index.levelled {
-            for (_, count) in bigrams { stride += Int(count) }
-            if rows.count < stride * words { rows = Array(repeating: 0, count: stride * words) }
+            var occurrences = 0
+            for (_, count) in bigrams { occurrences += Int(count) }
+            if rows.count < occurrences { rows = Array(repeating: 0, count: occurrences) }
         }
-        if counters.count < planes * words { counters = Array(repeating: 0, count: planes * words) }
+        if counters.count < planes * stride { counters = Array(repeating: 0, count: planes * stride) }
         counters.withUnsafeMutableBufferPointer { counters in
             admitted.withUnsafeMutableBufferPointer { admitted in
                 if index.levelled {
                     let n = rows.withUnsafeMutableBufferPointer { rows in
                         bigrams.withUnsafeBufferPointer { bigrams in
-                            index.gatherLevels(bigrams, into: rows.baseAddress!, stride: stride)
+                            index.addLevels(bigrams, into: counters.baseAddress!, rows: rows.baseAddress!)
                         }
                     }
                     // A count never exceeds the rows added: fewer planes when some bigrams are absent.
                     planes = max(1, Int.bitWidth - max(n, 1).leadingZeroBitCount)
-                    rows.withUnsafeBufferPointer { rows in
-                        for word in 0..<words {
-                            Self.sumRows(rows.baseAddress! + word * stride, count: n, into: counters, word: word, words: words)
-                        }
-                    }
                 } else {
                     countListed(bigrams, counters: counters, admitted: admitted)
                 }
@@ -298,7 +293,7 @@ struct TextStore: Sendable {
                     var greater: UInt64 = 0
                     var equal: UInt64 = ~0
                     for plane in Swift.stride(from: planes - 1, through: 0, by: -1) {
-                        let c = counters[plane * words + word]
+                        let c = counters[plane * stride + word]
                         if (required >> plane) & 1 == 1 {
                             equal &= c
                         } else {
@@ -310,69 +305,12 @@ struct TextStore: Sendable {
                 }
                 forEachNewestFirst(admitted) { slot, word, bit in
                     var shared = 0
-                    for plane in 0..<planes { shared |= Int((counters[plane * words + word] >> UInt64(bit)) & 1) << plane }
+                    for plane in 0..<planes { shared |= Int((counters[plane * stride + word] >> UInt64(bit)) & 1) << plane }
                     if shared >= requirement(slot) { body(slot) }
                 }
-                for i in 0..<(planes * words) { counters[i] = 0 }
+                for i in 0..<(planes * stride) { counters[i] = 0 }
                 for i in 0..<words { admitted[i] = 0 }
             }
-        }
-    }
-
-    /// Adds `count` rows (word `word` of each, consecutive from `rows`) into the bit-sliced counters of
-    /// that word, which hold zero on entry. Carry-save adders keep the 1s, 2s and 4s planes in registers;
-    /// each group of 8 rows sends one carry word into the 8s plane, rippling up only while it carries.
-    /// The sum is exact (each adder keeps `a + b + c = low + 2·high` bitwise) and fits the planes (a
-    /// count never exceeds `count`, and 8 rows or more need at least 4 planes).
-    @inline(__always)
-    private static func sumRows(
-        _ rows: UnsafePointer<UInt64>, count: Int, into counters: UnsafeMutableBufferPointer<UInt64>, word: Int, words: Int
-    ) {
-        @inline(__always)
-        func add(_ a: UInt64, _ b: UInt64, _ c: UInt64) -> (low: UInt64, high: UInt64) {
-            let u = a ^ b
-            return (u ^ c, (a & b) | (u & c))
-        }
-        var ones: UInt64 = 0
-        var twos: UInt64 = 0
-        var fours: UInt64 = 0
-        var r = 0
-        while r + 8 <= count {
-            let a = add(ones, rows[r], rows[r + 1])
-            let b = add(a.low, rows[r + 2], rows[r + 3])
-            let twosA = add(twos, a.high, b.high)
-            let c = add(b.low, rows[r + 4], rows[r + 5])
-            let d = add(c.low, rows[r + 6], rows[r + 7])
-            let twosB = add(twosA.low, c.high, d.high)
-            let foursA = add(fours, twosA.high, twosB.high)
-            ones = d.low
-            twos = twosB.low
-            fours = foursA.low
-            var carry = foursA.high
-            var plane = 3
-            while carry != 0 {
-                let value = counters[plane * words + word]
-                counters[plane * words + word] = value ^ carry
-                carry &= value
-                plane += 1
-            }
-            r += 8
-        }
-        if count >= 8 {
-            counters[word] = ones
-            counters[words + word] = twos
-            counters[2 * words + word] = fours
-        }
-        while r < count {
-            var carry = rows[r]
-            var plane = 0
-            while carry != 0 {
-                let value = counters[plane * words + word]
-                counters[plane * words + word] = value ^ carry
-                carry &= value
-                plane += 1
-            }
-            r += 1
         }
     }
 
