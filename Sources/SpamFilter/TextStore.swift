@@ -31,6 +31,21 @@ struct TextStore: Sendable {
     private var lengths: [Int]
     /// Bitset of the slots holding a text (the scans read it instead of the optional entries).
     private var occupied: [UInt64]
+    /// Stored lengths bit-sliced: bit `s` of plane `p` (`lengthPlanes[p · words + s / 64]`) is bit `p`
+    /// of slot `s`'s length, saturated at `lengthCeiling`, so a length band is tested for all slots in a
+    /// few word operations per plane.
+    private var lengthPlanes: [UInt64]
+    /// Lengths of 2¹⁶ − 1 and more are stored as this (a band reaching it is tested slot by slot):
+    /// 16 planes cover every text the character rule lets through at any configurable capacity.
+    static let lengthCeiling = (1 << 16) - 1
+    private static let lengthBits = 16
+    /// Slots whose times form the running minimum (`earliest`) and maximum (`latest`) of the texts
+    /// stored after them, oldest first: the ring evicts its oldest text first, so each front is the
+    /// extreme of the stored times (sliding-window extremes, amortised O(1) per insert).
+    private var earliest: SlotQueue
+    private var latest: SlotQueue
+    /// Stored texts whose time is NaN (unordered, so outside both queues; then no bound holds).
+    private var unorderedTimes = 0
     /// Bit-sliced shared-bigram counters of the current query, all zero between queries (reused).
     private var scratchCounters: [UInt64] = []
     /// Slots admitted in the current query (bitset) and their requirements (reused, cleared after).
@@ -46,6 +61,34 @@ struct TextStore: Sendable {
         times = Array(repeating: 0, count: capacity)
         lengths = Array(repeating: 0, count: capacity)
         occupied = Array(repeating: 0, count: (capacity + 63) / 64)
+        lengthPlanes = Array(repeating: 0, count: Self.lengthBits * ((capacity + 63) / 64))
+        earliest = SlotQueue(capacity: capacity)
+        latest = SlotQueue(capacity: capacity)
+    }
+
+    /// A queue of slot numbers, each at most once, in a ring of `capacity` entries.
+    struct SlotQueue: Sendable {
+        private var items: [Int32]
+        private var head = 0
+        private(set) var count = 0
+
+        init(capacity: Int) { items = Array(repeating: 0, count: max(capacity, 1)) }
+
+        var front: Int { Int(items[head]) }
+        var back: Int { Int(items[(head + count - 1) % items.count]) }
+        mutating func popFront() {
+            head = head + 1 == items.count ? 0 : head + 1
+            count -= 1
+        }
+        mutating func popBack() { count -= 1 }
+        mutating func pushBack(_ slot: Int) {
+            items[(head + count) % items.count] = Int32(slot)
+            count += 1
+        }
+        mutating func removeAll() {
+            head = 0
+            count = 0
+        }
     }
 
     var count: Int { occupied.reduce(0) { $0 + $1.nonzeroBitCount } }
@@ -58,42 +101,53 @@ struct TextStore: Sendable {
         var size = 16
         while size < n * 2 { size <<= 1 }
         let mask = size - 1
-        var out: [(gram: UInt64, count: Int32)] = []
-        out.reserveCapacity(n)
-        // Table cell → index into `out` (−1: empty), so no gram value needs to mark an empty cell.
-        var cells = [Int32](repeating: -1, count: size)
-        s.withUnsafeBufferPointer { s in
-            cells.withUnsafeMutableBufferPointer { cells in
-                for i in 0..<n {
-                    let gram = UInt64(s[i]) << 32 | UInt64(s[i + 1])
-                    var cell = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-                    while true {
-                        let at = Int(cells[cell])
-                        if at < 0 {
-                            cells[cell] = Int32(out.count)
-                            out.append((gram, 1))
-                            break
+        // Written through a pointer into uninitialised capacity (at most n distinct grams), and the cells
+        // in temporary storage (on the stack when small): no per-gram capacity or uniqueness checks.
+        return [(gram: UInt64, count: Int32)](unsafeUninitializedCapacity: n) { out, initialized in
+            // Table cell → index into `out` (−1: empty), so no gram value needs to mark an empty cell.
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: size) { cells in
+                cells.initialize(repeating: -1)
+                var distinct = 0
+                s.withUnsafeBufferPointer { s in
+                    for i in 0..<n {
+                        let gram = UInt64(s[i]) << 32 | UInt64(s[i + 1])
+                        var cell = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                        while true {
+                            let at = Int(cells[cell])
+                            if at < 0 {
+                                cells[cell] = Int32(distinct)
+                                (out.baseAddress! + distinct).initialize(to: (gram, 1))
+                                distinct += 1
+                                break
+                            }
+                            if out[at].gram == gram {
+                                out[at].count += 1
+                                break
+                            }
+                            cell = (cell + 1) & mask
                         }
-                        if out[at].gram == gram {
-                            out[at].count += 1
-                            break
-                        }
-                        cell = (cell + 1) & mask
                     }
                 }
+                initialized = distinct
             }
         }
-        return out
     }
 
-    /// Adds an entry, evicting the oldest when full.
+    /// Adds an entry, evicting the oldest when full. `length` is a count (≥ 0).
     mutating func insert(
         senderKey: String, messageID: String, time: Double, length: Int, scalars: [UInt32], bigrams: [(gram: UInt64, count: Int32)]
     ) {
+        precondition(length >= 0, "a length is a count")
         let slot = next
         next = (next + 1) % capacity
         // Moved out, not copied: no retain of its strings and arrays.
-        if let old = slots[slot].take() { unindex(old, slot: slot) }
+        if let old = slots[slot].take() {
+            unindex(old, slot: slot)
+            // The oldest text goes: it is at the front of a queue or in neither.
+            if earliest.count > 0, earliest.front == slot { earliest.popFront() }
+            if latest.count > 0, latest.front == slot { latest.popFront() }
+            if times[slot].isNaN { unorderedTimes -= 1 }
+        }
         sequence += 1
         let entry = Entry(
             sequence: sequence, senderKey: senderKey, messageID: messageID, time: time, length: length, scalars: scalars,
@@ -102,7 +156,26 @@ struct TextStore: Sendable {
         slots[slot] = entry
         times[slot] = time
         lengths[slot] = length
-        occupied[slot >> 6] |= UInt64(1) << UInt64(slot & 63)
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        occupied[word] |= bit
+        let saturated = min(length, Self.lengthCeiling)
+        let words = occupied.count
+        for plane in 0..<Self.lengthBits {
+            if (saturated >> plane) & 1 != 0 {
+                lengthPlanes[plane * words + word] |= bit
+            } else {
+                lengthPlanes[plane * words + word] &= ~bit
+            }
+        }
+        if time.isNaN {
+            unorderedTimes += 1
+        } else {
+            while earliest.count > 0, times[earliest.back] >= time { earliest.popBack() }
+            earliest.pushBack(slot)
+            while latest.count > 0, times[latest.back] <= time { latest.popBack() }
+            latest.pushBack(slot)
+        }
     }
 
     private mutating func unindex(_ entry: Entry, slot: Int) {
@@ -178,12 +251,63 @@ struct TextStore: Sendable {
 
     /// Sets in `scratchAdmitted` the occupied slots within `window` of `time` with a length in `band`;
     /// whether any is.
+    ///
+    /// When the stored times' extremes are both within the window, every stored time is: the rounded
+    /// difference `t − time` never decreases with `t`, and `time − t` is its exact negation, so
+    /// `|t − time| < window` for the extremes bounds it for every `t` between them. Then the band is
+    /// tested on the bit-sliced lengths (when it ends below the saturated length), otherwise slot by slot.
     @inline(__always)
     private mutating func admitInWindow(around time: Double, window: Double, lengths band: ClosedRange<Int>) -> Bool {
         let low = band.lowerBound
-        let span = UInt(bitPattern: band.upperBound - band.lowerBound)
+        let high = band.upperBound
         var any: UInt64 = 0
         let words = index.wordsPerLevel
+        let allInWindow =
+            unorderedTimes == 0 && earliest.count > 0 && abs(times[earliest.front] - time) < window
+            && abs(times[latest.front] - time) < window
+        if allInWindow, high < Self.lengthCeiling {
+            let low = max(low, 0)
+            guard low <= high else { return false }
+            // Planes at and above `top` hold no bit of `high` (nor of `low` ≤ `high`): any set there is too long.
+            let top = Int.bitWidth - high.leadingZeroBitCount
+            occupied.withUnsafeBufferPointer { occupied in
+                lengthPlanes.withUnsafeBufferPointer { planes in
+                    scratchAdmitted.withUnsafeMutableBufferPointer { admitted in
+                        for word in 0..<words {
+                            var tooLong: UInt64 = 0
+                            for plane in top..<Self.lengthBits { tooLong |= planes[plane * words + word] }
+                            // length ≥ low and length ≤ high, from the top plane down (greater, equal).
+                            var aboveLow = tooLong
+                            var equalLow = ~tooLong
+                            var aboveHigh = tooLong
+                            var equalHigh = ~tooLong
+                            var plane = top - 1
+                            while plane >= 0 {
+                                let c = planes[plane * words + word]
+                                if (low >> plane) & 1 == 1 {
+                                    equalLow &= c
+                                } else {
+                                    aboveLow |= equalLow & c
+                                    equalLow &= ~c
+                                }
+                                if (high >> plane) & 1 == 1 {
+                                    equalHigh &= c
+                                } else {
+                                    aboveHigh |= equalHigh & c
+                                    equalHigh &= ~c
+                                }
+                                plane -= 1
+                            }
+                            let passed = occupied[word] & (aboveLow | equalLow) & ~aboveHigh
+                            admitted[word] = passed
+                            any |= passed
+                        }
+                    }
+                }
+            }
+            return any != 0
+        }
+        let span = UInt(bitPattern: high &- low)
         occupied.withUnsafeBufferPointer { occupied in
             times.withUnsafeBufferPointer { times in
                 lengths.withUnsafeBufferPointer { lengths in
@@ -417,6 +541,9 @@ struct TextStore: Sendable {
     mutating func removeAll() {
         slots = Array(repeating: nil, count: capacity)
         for i in occupied.indices { occupied[i] = 0 }
+        earliest.removeAll()
+        latest.removeAll()
+        unorderedTimes = 0
         index.removeAll()
         next = 0
     }

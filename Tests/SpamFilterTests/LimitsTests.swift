@@ -56,6 +56,100 @@ struct LimitsTests {
         }
     }
 
+    /// Whole texts inserted and removed in one call each (what the store does) keep the index equal to
+    /// a dictionary model through growth, tombstones, rebuilds and pool reuse, for every index form:
+    /// 1-word to 4-word levelled rows (1, 64, 130, 200, 256 slots) and lists above 256.
+    @Test(arguments: [1, 64, 130, 200, 256, 700])
+    func bigramIndexBatchesMatchADictionaryModel(slotCount: Int) {
+        var rng = SeededRandom(seed: 13)
+        var index = BigramIndex(slots: slotCount, minimumCapacity: 4)
+        var texts: [[(gram: UInt64, count: Int32)]?] = Array(repeating: nil, count: slotCount)
+        var model: [UInt64: [Int: Int]] = [:]
+        for step in 0..<6_000 {
+            let slot = Int(rng.next() % UInt64(slotCount))
+            if let text = texts[slot] {
+                text.withUnsafeBufferPointer { index.remove(slot: slot, bigrams: $0) }
+                for (gram, _) in text {
+                    model[gram]?[slot] = nil
+                    if model[gram]?.isEmpty == true { model[gram] = nil }
+                }
+                texts[slot] = nil
+            } else {
+                // Distinct keys from a small universe (long posting lists), some repeated up to 6 times.
+                let universe = UInt64(step % 2 == 0 ? 60 : 900)
+                var grams: [UInt64: Int32] = [:]
+                for _ in 0..<Int(rng.next() % 30) {
+                    grams[1 + rng.next() % universe] = rng.next() % 4 == 0 ? Int32(2 + rng.next() % 5) : 1
+                }
+                let text = grams.map { (gram: $0.key, count: $0.value) }
+                text.withUnsafeBufferPointer { index.insert(slot: slot, bigrams: $0) }
+                for (gram, count) in text { model[gram, default: [:]][slot] = Int(count) }
+                texts[slot] = text
+            }
+            if step % 500 == 0 || step == 5_999 {
+                #expect(index.count == model.count)
+                for (key, slots) in model {
+                    guard let position = index.position(of: key) else {
+                        Issue.record("key \(key) missing")
+                        continue
+                    }
+                    #expect(index.slots(at: position) == slots.keys.sorted())
+                    for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
+                }
+                #expect(index.position(of: 5000) == nil)
+            }
+        }
+    }
+
+    /// The filter's admission (window and length band, requirement by length) selects exactly what the
+    /// general `admit` closure selects, newest first, whether the stored times' extremes let it test the
+    /// band on the bit-sliced lengths or not (times beyond the window, NaN, lengths at and above the
+    /// saturated 2¹⁶ − 1), and `forEachInWindow` lists exactly the admitted slots.
+    @Test func windowAndBandAdmissionEqualsTheClosure() {
+        var rng = SeededRandom(seed: 17)
+        for capacity in [1, 3, 64, 65, 200, 256, 700] {
+            var store = TextStore(capacity: capacity)
+            var clock = 0.0
+            for step in 0..<400 {
+                let alphabet = UInt64(2 + step % 5)
+                let scalars = (0..<Int(rng.next() % 30)).map { _ in UInt32(0x61 + rng.next() % alphabet) }
+                let query = TextStore.bigrams(of: scalars)
+                clock += Double(rng.next() % 4)
+                let time = clock - Double(rng.next() % 3)
+                let window = [3.0, 20, 1e9][Int(rng.next() % 3)]
+                let low = Int(rng.next() % 40)
+                let high = rng.next() % 10 == 0 ? TextStore.lengthCeiling + Int(rng.next() % 3) - 1 : low + Int(rng.next() % 40)
+                let band = low...high
+                let required = Int(rng.next() % 8)
+                let requirement = { (n: Int) in required + n % 3 }
+                var got: [Int] = []
+                store.forEachSharingBigrams(
+                    query, total: max(scalars.count - 1, 0), required: required, around: time, window: window, lengths: band,
+                    requirement: requirement
+                ) { got.append($0) }
+                var expected: [Int] = []
+                store.forEachSharingBigrams(
+                    query, total: max(scalars.count - 1, 0), required: required,
+                    admit: { t, n in abs(t - time) < window && band.contains(n) ? requirement(n) : nil }
+                ) { expected.append($0) }
+                #expect(got == expected, "capacity \(capacity) step \(step)")
+                var inWindow: [Int] = []
+                store.forEachInWindow(around: time, window: window, lengths: band) { inWindow.append($0) }
+                let admitted = store.slotsNewestFirst().filter { slot in
+                    guard let entry = store.slots[slot] else { return false }
+                    return abs(entry.time - time) < window && band.contains(entry.length)
+                }
+                #expect(inWindow == admitted, "capacity \(capacity) step \(step)")
+                // Stored: usually the text's own length, sometimes one near or past the saturation; NaN now and
+                // then in the small rings (which soon evict it).
+                let length = rng.next() % 12 == 0 ? TextStore.lengthCeiling + Int(rng.next() % 5) - 2 : scalars.count
+                let stored = capacity <= 65 && rng.next() % 25 == 0 ? Double.nan : clock + Double(rng.next() % 5) - 2
+                store.insert(
+                    senderKey: "s", messageID: "m\(step)", time: stored, length: length, scalars: scalars, bigrams: query)
+            }
+        }
+    }
+
     /// The bit-sliced shared-bigram scan returns exactly the slots whose multiset bigram intersection
     /// (merged from the sorted lists) reaches the per-slot requirement, newest first, through evictions,
     /// for every index form: 1-, 2-, 3- and 4-word levelled bitsets (200 is the default store) and lists above 256.
