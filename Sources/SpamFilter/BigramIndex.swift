@@ -3,7 +3,7 @@
 /// Small stores (≤ 256 slots, the default 200 included): each bigram keeps one bitset of the slots per
 /// occurrence level (bit `s` of level `t` set when slot `s` holds the bigram more than `t` times); a query
 /// adds the first `count_q` levels of each of its bigrams into bit-sliced counters. Level 0 of every key
-/// lives in one flat array indexed by table position (`wordsPerLevel` words each), the higher levels in a
+/// lives in one flat array indexed by table position (``rowWords`` words each), the higher levels in a
 /// pool of blocks chained per key, so inserting, removing and querying touch no nested arrays.
 ///
 /// Larger stores: each bigram keeps the slots that contain it at least once either as a bitset of `wordsPerLevel` words
@@ -16,11 +16,12 @@
 /// Memory stays proportional to the postings, as a posting list would be. Large stores: a sparse list
 /// holds at most `wordsPerLevel` slots (then it becomes a bitset), a bitset goes back to a list when fewer
 /// than a quarter of `wordsPerLevel` slots remain, so a bitset never costs more than 4 words per slot it
-/// holds; extras cost one word per (slot, count ≥ 2). Small stores: level 0 costs `wordsPerLevel` (≤ 4)
-/// words per table position and the table has at most 8 positions per live key at its peak (it doubles
-/// only while more than a quarter of it is live, from 512 positions for the default minimum), so at most
-/// 32 words per peak posting plus 16 KB; a higher level costs one pool block of ≤ 4 words and exists only
-/// while some slot holds that many occurrences, so ≤ 4 words per occurrence, and freed blocks are reused.
+/// holds; extras cost one word per (slot, count ≥ 2). Small stores: level 0 costs ``rowWords`` (4)
+/// words per table position and the table has at most 8 positions per posting at the peak (it doubles
+/// only while its live keys plus an inserted text's keys would fill more than a quarter of it, and each
+/// of those is a posting; 512 positions for the default minimum), so at most 32 words per peak posting
+/// plus 16 KB; a higher level costs one pool block of 4 words and exists only while some slot holds that
+/// many occurrences, so ≤ 4 words per occurrence, and freed blocks are reused.
 ///
 /// Swift's `Dictionary` hashes every `UInt64` key with SipHash; a multiplicative hash over a power-of-two
 /// table is several times cheaper. Keys are never 0 (a bigram of two NULs cannot survive normalisation,
