@@ -363,8 +363,8 @@ struct TextStore: Sendable {
     /// slots are masked out at the end. Large stores: each candidate bigram adds its slot bitset (or short slot
     /// list) and, when repeated, its extra occurrences (``BigramIndex``), masked by the admitted slots
     /// first so the others add no carries. Either way the counters are bit-sliced, one bit plane per
-    /// counter bit, wide enough for every count (a count never exceeds the rows added, nor `total`,
-    /// the candidate's bigram occurrences), so they never overflow.
+    /// counter bit, wide enough for every count (a count never exceeds the rows added, nor the
+    /// candidate's bigram occurrences, `total` for the filter), so they never overflow.
     ///
     /// `required` is the smallest requirement: a bit-sliced comparison of all counters with it picks
     /// the slots worth reading a count for.
@@ -377,7 +377,11 @@ struct TextStore: Sendable {
         // Plane p of the counters holds word w at p · stride + w: 4 words per plane for the levelled
         // index (its rows are 4-word vectors; words past `words` stay zero), `words` otherwise.
         let stride = index.levelled ? BigramIndex.rowWords : words
-        var planes = max(1, Int.bitWidth - max(total, 1).leadingZeroBitCount)
+        // The candidate's bigram occurrences (`total` for the filter): no count can exceed them, so the
+        // counters get that many bits whatever `total` says, and the level rows fit in that many entries.
+        var occurrences = 0
+        for (_, count) in bigrams { occurrences += Int(count) }
+        var planes = max(1, Int.bitWidth - max(total, occurrences, 1).leadingZeroBitCount)
         // Taken out (and put back after), so mutating them copies nothing.
         var counters = scratchCounters
         var admitted = scratchAdmitted
@@ -390,11 +394,7 @@ struct TextStore: Sendable {
             scratchAdmitted = admitted
             scratchRows = rows
         }
-        if index.levelled {
-            var occurrences = 0
-            for (_, count) in bigrams { occurrences += Int(count) }
-            if rows.count < occurrences { rows = Array(repeating: 0, count: occurrences) }
-        }
+        if index.levelled, rows.count < occurrences { rows = Array(repeating: 0, count: occurrences) }
         if counters.count < planes * stride { counters = Array(repeating: 0, count: planes * stride) }
         counters.withUnsafeMutableBufferPointer { counters in
             admitted.withUnsafeMutableBufferPointer { admitted in
