@@ -370,6 +370,12 @@ public struct AdmissionPolicy: Sendable {
             comparator.load(a)
             comparatorLoaded = true
         }
+        // Bigram matches on the 3 best diagonals first (``Similarity/Comparator/diagonalBigramPeaks(against:)``):
+        // a pair below `3k − m − n − 1` cannot align k scalars, and this costs a fraction of the scalar count.
+        let requiredBigrams = 3 * minimumAlignment(maxLength) - a.count - b.count - 1
+        if requiredBigrams > 0, comparator.bigramCheckPays(), comparator.diagonalBigramPeaks(against: b) < requiredBigrams {
+            return (0, false)
+        }
         // The 3 fullest diagonals in a tuple: no allocation unless the bound lets the alignment run.
         let top = comparator.topDiagonals(against: b)
         let sum = (top.filled > 0 ? top.1.c : 0) + (top.filled > 1 ? top.2.c : 0) + (top.filled > 2 ? top.3.c : 0)
