@@ -271,7 +271,8 @@ public struct AdmissionPolicy: Sendable {
                 let maximum = Autocorrelation.maximum(scalars)
                 result.figures.autocorrelation = AutocorrelationFigures(value: maximum.value, shift: maximum.shift, length: scalars.count)
                 if maximum.value >= config.autocorrelationThreshold { _ = fire(.repeatedCharacters) }
-            } else if let hit = Autocorrelation.firstReaching(scalars, threshold: config.autocorrelationThreshold) {
+            } else if let hit = Autocorrelation.firstReaching(
+                scalars, threshold: config.autocorrelationThreshold, distinctBigrams: bigrams.count) {
                 result.figures.autocorrelation = AutocorrelationFigures(value: hit.value, shift: hit.shift, length: scalars.count)
                 _ = fire(.repeatedCharacters)
             }
