@@ -271,7 +271,8 @@ public struct AdmissionPolicy: Sendable {
                 let maximum = Autocorrelation.maximum(scalars)
                 result.figures.autocorrelation = AutocorrelationFigures(value: maximum.value, shift: maximum.shift, length: scalars.count)
                 if maximum.value >= config.autocorrelationThreshold { _ = fire(.repeatedCharacters) }
-            } else if let hit = Autocorrelation.firstReaching(scalars, threshold: config.autocorrelationThreshold) {
+            } else if let hit = Autocorrelation.firstReaching(
+                scalars, threshold: config.autocorrelationThreshold, distinctBigrams: bigrams.count) {
                 result.figures.autocorrelation = AutocorrelationFigures(value: hit.value, shift: hit.shift, length: scalars.count)
                 _ = fire(.repeatedCharacters)
             }
@@ -372,6 +373,12 @@ public struct AdmissionPolicy: Sendable {
         if !comparatorLoaded {
             comparator.load(a)
             comparatorLoaded = true
+        }
+        // Bigram matches on the 3 best diagonals first (``Similarity/Comparator/diagonalBigramPeaks(against:)``):
+        // a pair below `3k − m − n − 1` cannot align k scalars, and this costs a fraction of the scalar count.
+        let requiredBigrams = 3 * minimumAlignment(maxLength) - a.count - b.count - 1
+        if requiredBigrams > 0, comparator.bigramCheckPays(), comparator.diagonalBigramPeaks(against: b) < requiredBigrams {
+            return (0, false)
         }
         // The 3 fullest diagonals in a tuple: no allocation unless the bound lets the alignment run.
         let top = comparator.topDiagonals(against: b)

@@ -6,7 +6,14 @@ public enum Autocorrelation {
     /// Each shift stops as soon as its mismatches make the threshold unreachable, so random text costs
     /// about `0.15·n/(1 − p)` comparisons per shift instead of `n − k`. The verdict equals
     /// `max_k A(k) ≥ threshold`; only the figure differs (the first reaching shift, not the maximum).
-    public static func firstReaching(_ s: [UInt32], threshold: Double) -> (value: Double, shift: Int)? {
+    ///
+    /// `distinctBigrams` (the number of distinct bigrams of `s`, 0 when unknown) skips the shifts that
+    /// cannot reach the threshold, without comparing: if shift k has at most `M` mismatches, at least
+    /// `(n − k − 1) − 2M` bigram positions `i` have `bigram(i) == bigram(i + k)` (a mismatch spoils at most
+    /// the two bigrams that contain it); those links join the `n − 1` bigram positions into chains of equal
+    /// bigrams, so `s` has at most `k + 2M` distinct bigrams. Ordinary chat has far more distinct bigrams
+    /// than `k + 2·allowed` for every shift up to `n/2`, so none is scanned.
+    public static func firstReaching(_ s: [UInt32], threshold: Double, distinctBigrams: Int = 0) -> (value: Double, shift: Int)? {
         let n = s.count
         guard n >= 2 else { return nil }
         return s.withUnsafeBufferPointer { s -> (value: Double, shift: Int)? in
@@ -18,7 +25,7 @@ public enum Autocorrelation {
                 let total = n - k
                 while allowed + 1 <= total, Double(total - allowed - 1) / Double(total) >= threshold { allowed += 1 }
                 while allowed >= 0, Double(total - allowed) / Double(total) < threshold { allowed -= 1 }
-                guard allowed >= 0 else { continue }
+                guard allowed >= 0, distinctBigrams <= k + 2 * allowed else { continue }
                 var mismatches = 0
                 var i = 0
                 while i < total {

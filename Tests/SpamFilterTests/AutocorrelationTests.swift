@@ -23,10 +23,16 @@ struct AutocorrelationTests {
     @Test func firstReachingEqualsTheDefinition() {
         var rng = SeededRandom(seed: 77)
         let thresholds = [0.0, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.999, 1.0, 1.1]
-        for round in 0..<1_500 {
+        for round in 0..<3_000 {
             let n = Int(rng.next() % (round % 4 == 0 ? 200 : 60))
             var s: [UInt32]
-            if round % 2 == 0 {
+            if round % 3 == 2 {
+                // Chat-like or "buy now buy now …"-like: a long period or many distinct bigrams, some defects.
+                let period = 1 + Int(rng.next() % 24)
+                let unit = (0..<period).map { _ in UInt32(0x61 + rng.next() % 27) }
+                s = (0..<n).map { unit[$0 % period] }
+                for _ in 0..<(rng.next() % 10) where !s.isEmpty { s[Int(rng.next() % UInt64(s.count))] = UInt32(0x61 + rng.next() % 27) }
+            } else if round % 2 == 0 {
                 let alphabet = 1 + rng.next() % 5
                 s = (0..<n).map { _ in UInt32(0x61 + rng.next() % alphabet) }
             } else {
@@ -39,6 +45,10 @@ struct AutocorrelationTests {
             let got = Autocorrelation.firstReaching(s, threshold: threshold)
             let expected = Self.model(s, threshold: threshold)
             #expect(got?.shift == expected?.shift && got?.value == expected?.value, "\(s) at \(threshold)")
+            // Skipping the shifts the distinct-bigram bound rules out changes nothing.
+            let distinct = Set(zip(s, s.dropFirst()).map { UInt64($0.0) << 32 | UInt64($0.1) }).count
+            let skipping = Autocorrelation.firstReaching(s, threshold: threshold, distinctBigrams: distinct)
+            #expect(skipping?.shift == expected?.shift && skipping?.value == expected?.value, "\(s) at \(threshold), \(distinct) bigrams")
         }
     }
 }

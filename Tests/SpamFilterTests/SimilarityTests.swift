@@ -73,6 +73,70 @@ struct SimilarityTests {
         }
     }
 
+    /// The bigram pre-check: `diagonalBigramPeaks` is the sum of the 3 largest per-diagonal bigram match
+    /// counts (checked against the definition), and never below `3·align − m − n − 1`, so rejecting a pair
+    /// under `3k − m − n − 1` never drops a near-copy. Small alphabets and edited copies make alignments
+    /// that switch diagonals; one comparator is reused across loads so a stale bigram table would show.
+    @Test(arguments: Array(2...12))
+    func diagonalBigramPeaksMatchTheDefinitionAndBoundTheAlignment(alphabet: Int) {
+        var rng = SeededRandom(seed: UInt64(alphabet) * 104_729)
+        var comparator = Similarity.Comparator()
+        var tight = 0
+        for round in 0..<400 {
+            let letters = (0..<alphabet).map { UInt32(round % 3 == 0 ? 0x4E00 + $0 : 0x61 + $0) }
+            let m = Int(rng.next() % UInt64(round % 4 == 0 ? 90 : 30))
+            let a = (0..<m).map { _ in letters[Int(rng.next() % UInt64(alphabet))] }
+            var b = a
+            if rng.next() % 3 == 0 || b.isEmpty {
+                b = (0..<Int(rng.next() % 40)).map { _ in letters[Int(rng.next() % UInt64(alphabet))] }
+            } else {
+                for _ in 0..<(rng.next() % 8) {
+                    let position = Int(rng.next() % UInt64(max(b.count, 1)))
+                    switch rng.next() % 3 {
+                    case 0 where !b.isEmpty: b.remove(at: min(position, b.count - 1))
+                    case 1: b.insert(letters[Int(rng.next() % UInt64(alphabet))], at: min(position, b.count))
+                    default: if !b.isEmpty { b[min(position, b.count - 1)] = letters[Int(rng.next() % UInt64(alphabet))] }
+                    }
+                }
+            }
+            comparator.load(a)
+            let peaks = comparator.diagonalBigramPeaks(against: b)
+            // The definition, directly: B(d) for every shift, the 3 largest summed.
+            var perShift: [Int] = []
+            if a.count >= 2, b.count >= 2 {
+                for d in -(b.count - 2)...(a.count - 2) {
+                    var matches = 0
+                    for i in 0..<(a.count - 1) where i - d >= 0 && i - d < b.count - 1 {
+                        if a[i] == b[i - d], a[i + 1] == b[i - d + 1] { matches += 1 }
+                    }
+                    perShift.append(matches)
+                }
+            }
+            #expect(peaks == perShift.sorted(by: >).prefix(3).reduce(0, +), "\(a) \(b)")
+            let align = ReferenceSpamFilter.align(a, b)
+            #expect(peaks >= 3 * align - a.count - b.count - 1, "peaks \(peaks) align \(align) for \(a) \(b)")
+            if align > 0, peaks == 3 * align - a.count - b.count - 1 { tight += 1 }
+        }
+        // The bound is attained on some pairs (it is not trivially loose).
+        if alphabet <= 4 { #expect(tight > 0) }
+    }
+
+    /// The bigram check is skipped for texts that repeat a few bigrams (where it rules out little), and
+    /// used for chat; a reload re-decides.
+    @Test func bigramCheckIsUsedForChatAndSkippedForTinyAlphabets() {
+        var comparator = Similarity.Comparator()
+        comparator.load(scalars(String(repeating: "ab", count: 20)))
+        #expect(comparator.bigramCheckPays() == false)
+        comparator.load(scalars("see you at the main stage after the fireworks"))
+        #expect(comparator.bigramCheckPays() == true)
+        comparator.load(scalars("abababab"))  // 7 bigrams, 2 distinct: 2 · 4 ≥ 7
+        #expect(comparator.bigramCheckPays() == true)
+        comparator.load(scalars("ababababa"))  // 8 bigrams, 2 distinct
+        #expect(comparator.bigramCheckPays() == true)
+        comparator.load(scalars("abababababa"))  // 10 bigrams, 2 distinct
+        #expect(comparator.bigramCheckPays() == false)
+    }
+
     /// The comparator's occurrence table agrees with the reference on texts mixing ASCII and non-ASCII
     /// scalars (the 0x7F/0x80 boundary, NUL, astral scalars); one comparator is reloaded with texts of
     /// growing and shrinking length, so a stale table entry of an earlier load would show.
