@@ -16,7 +16,8 @@
 public struct AdmissionPolicy: Sendable {
     public enum Limits {
         /// Re-deliveries (other relays, other mesh links, gossip sync) come within minutes; 16,384 ids
-        /// cover well over 10 min of the busiest channel and cost about 2 MB.
+        /// cover well over 10 min of the busiest channel and cost about 6.5 MB (a ring slot holds the id and
+        /// its ~270-byte verdict; the id table adds ~1.4 MB).
         public static let verdictCacheSize = 16_384
         /// The shared-bigram requirement is memoised for lengths below this (longer texts compute it).
         static let fullScanMemoLength = 4096
@@ -24,6 +25,10 @@ public struct AdmissionPolicy: Sendable {
         /// table, more than the default character capacity of 1,200 admits); a longer text settles them
         /// shift by shift (``Autocorrelation/firstReaching(_:threshold:)``, same result).
         static let allowanceMemoLength = 4096
+        /// Sender table slots reserved at init: the default `max_tracked_senders` (4,096) plus the one a new
+        /// sender briefly adds before eviction, so the table never rehashes under the default cap (about
+        /// 2 MB of address space, touched as senders arrive); a larger cap grows it on demand.
+        static let reservedSenders = 4097
     }
 
     /// Counters for the periodic stats line.
@@ -111,6 +116,11 @@ public struct AdmissionPolicy: Sendable {
         self.exemptSenders = exemptSenders
         exemptKeys = Set(exemptSenders.map(TableKey.init))
         store = TextStore(capacity: config.storedTexts)
+        // The verdict cache fills to its limit within minutes of traffic and then stays full: reserved once
+        // (pages are touched as it fills) instead of rehashing and moving the ring as it grows.
+        verdicts.reserveCapacity(Limits.verdictCacheSize)
+        verdictRing.reserveCapacity(Limits.verdictCacheSize)
+        senders.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
         fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
 
@@ -122,17 +132,17 @@ public struct AdmissionPolicy: Sendable {
     /// Turns the filter on or off; either way every sender starts again with a full budget.
     public mutating func setEnabled(_ enabled: Bool) {
         config.enabled = enabled
-        senders.removeAll()
+        senders.removeAll(keepingCapacity: true)
     }
 
     public mutating func setShadowMode(_ shadow: Bool) { config.shadowMode = shadow }
 
     /// Forgets all history: stored texts, senders and cached verdicts.
     public mutating func wipe() {
-        senders.removeAll()
+        senders.removeAll(keepingCapacity: true)
         store.removeAll()
-        verdicts.removeAll()
-        verdictRing = []
+        verdicts.removeAll(keepingCapacity: true)
+        verdictRing.removeAll(keepingCapacity: true)
         verdictNext = 0
     }
 
