@@ -25,9 +25,9 @@ public struct AdmissionPolicy: Sendable {
         /// table, more than the default character capacity of 1,200 admits); a longer text settles them
         /// shift by shift (``Autocorrelation/firstReaching(_:threshold:)``, same result).
         static let allowanceMemoLength = 4096
-        /// Sender table slots reserved at init: the default `max_tracked_senders` (4,096) plus the one a new
-        /// sender briefly adds before eviction, so the table never rehashes under the default cap (about
-        /// 2 MB of address space, touched as senders arrive); a larger cap grows it on demand.
+        /// Sender index slots reserved at init: the default `max_tracked_senders` (4,096) plus the one a new
+        /// sender briefly adds before eviction, so the index never rehashes under the default cap (about
+        /// 360 KB); a larger cap grows it on demand.
         static let reservedSenders = 4097
     }
 
@@ -44,6 +44,7 @@ public struct AdmissionPolicy: Sendable {
     struct SenderState: Sendable {
         enum Bucket { case message, characters, links }
 
+        var key: TableKey
         var message: TokenBucketSchedule
         var characters: TokenBucketSchedule
         var links: TokenBucketSchedule
@@ -89,7 +90,11 @@ public struct AdmissionPolicy: Sendable {
     }
     /// ``exemptSenders`` as table keys (the form every judged sender key is converted to once).
     private var exemptKeys: Set<TableKey>
-    private var senders: [TableKey: SenderState] = [:]
+    /// Tracked senders, densely (a new sender is appended; an evicted one is replaced by the last), so
+    /// their states share pages instead of spreading over a sparse hash table.
+    private var senders: [SenderState] = []
+    /// Sender key → position in ``senders``.
+    private var senderSlots: [TableKey: Int32] = [:]
     private var activity: UInt64 = 0
     private var store: TextStore
     /// Cached message id → its slot in ``verdictRing``. The verdicts themselves (a few hundred bytes each)
@@ -116,11 +121,12 @@ public struct AdmissionPolicy: Sendable {
         self.exemptSenders = exemptSenders
         exemptKeys = Set(exemptSenders.map(TableKey.init))
         store = TextStore(capacity: config.storedTexts)
-        // The verdict cache fills to its limit within minutes of traffic and then stays full: reserved once
-        // (pages are touched as it fills) instead of rehashing and moving the ring as it grows.
-        verdicts.reserveCapacity(Limits.verdictCacheSize)
+        // The verdict ring fills to its limit within minutes of traffic and then stays full: reserved once
+        // (its pages are touched in order as it fills) instead of moving its ~5 MB as it grows. The id
+        // table grows on demand: reserved, its 1.3 MB of keys would be touched at random from the start
+        // (measured slower on `bench ingest`), and rehashing its small entries is cheap.
         verdictRing.reserveCapacity(Limits.verdictCacheSize)
-        senders.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
+        senderSlots.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
         fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
 
@@ -133,6 +139,7 @@ public struct AdmissionPolicy: Sendable {
     public mutating func setEnabled(_ enabled: Bool) {
         config.enabled = enabled
         senders.removeAll(keepingCapacity: true)
+        senderSlots.removeAll(keepingCapacity: true)
     }
 
     public mutating func setShadowMode(_ shadow: Bool) { config.shadowMode = shadow }
@@ -140,6 +147,7 @@ public struct AdmissionPolicy: Sendable {
     /// Forgets all history: stored texts, senders and cached verdicts.
     public mutating func wipe() {
         senders.removeAll(keepingCapacity: true)
+        senderSlots.removeAll(keepingCapacity: true)
         store.removeAll()
         verdicts.removeAll(keepingCapacity: true)
         verdictRing.removeAll(keepingCapacity: true)
@@ -236,35 +244,50 @@ public struct AdmissionPolicy: Sendable {
 
     /// Marks the sender active (tracking it when new) and returns its position in ``senders``, valid
     /// until the next insertion or removal: the spends of this evaluation use it without hashing the key.
-    private mutating func touchSender(_ key: TableKey, now: Double) -> [TableKey: SenderState].Index {
+    private mutating func touchSender(_ key: TableKey, now: Double) -> Int {
         activity += 1
         let horizon = now - config.timestampClampSeconds
         let activity = self.activity
-        if let index = senders.index(forKey: key) {
-            _ = senders.values[index].touch(activity: activity, horizon: horizon)
-            return index
+        if let slot = senderSlots[key] {
+            _ = senders[Int(slot)].touch(activity: activity, horizon: horizon)
+            return Int(slot)
         }
-        senders[key] = SenderState(
+        senderSlots[key] = Int32(senders.count)
+        senders.append(SenderState(
+            key: key,
             message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
             characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
             links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
             lastActive: activity
-        )
+        ))
         if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
-        guard let index = senders.index(forKey: key) else { preconditionFailure("a touched sender is tracked") }
-        return index
+        guard let slot = senderSlots[key] else { preconditionFailure("a touched sender is tracked") }
+        return Int(slot)
     }
 
     /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
     private mutating func evictSenders(keeping key: TableKey) {
         let target = config.maxTrackedSenders * 3 / 4
-        let ordered = senders.map { ($0.key, $0.value.lastActive) }.sorted { $0.1 < $1.1 }
+        let ordered = senders.map { ($0.key, $0.lastActive) }.sorted { $0.1 < $1.1 }
         var excess = senders.count - target
         for (candidate, _) in ordered where excess > 0 && candidate != key {
-            senders[candidate] = nil
+            removeSender(candidate)
             excess -= 1
             stats.senderEvictions += 1
         }
+    }
+
+    /// Stops tracking a sender: the last state takes its position (which order the states are in
+    /// does not matter; eviction orders by `lastActive`, which is distinct per sender).
+    private mutating func removeSender(_ key: TableKey) {
+        guard let removed = senderSlots.removeValue(forKey: key) else { return }
+        let slot = Int(removed)
+        let last = senders.count - 1
+        if slot != last {
+            senders.swapAt(slot, last)
+            senderSlots[senders[slot].key] = removed
+        }
+        senders.removeLast()
     }
 
     struct Evaluation: Sendable {
@@ -285,7 +308,7 @@ public struct AdmissionPolicy: Sendable {
         }
 
         // 1. Message rate.
-        let message = senders.values[sender].spend(.message, 1, at: time)
+        let message = senders[sender].spend(.message, 1, at: time)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -298,7 +321,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = senders.values[sender].spend(.characters, Double(scalars.count), at: time)
+        let characters = senders[sender].spend(.characters, Double(scalars.count), at: time)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -306,7 +329,7 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = senders.values[sender].spend(.links, Double(links), at: time)
+            let spent = senders[sender].spend(.links, Double(links), at: time)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }

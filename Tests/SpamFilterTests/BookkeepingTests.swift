@@ -115,6 +115,46 @@ struct BookkeepingTests {
         #expect(judge(own) == .accepted)
     }
 
+    /// Senders kept densely (an evicted one replaced by the last) behave as a plain table of buckets with
+    /// least-recently-active eviction down to 3/4 of the cap: every message's bucket level and outcome,
+    /// the eviction count and the tracked count agree with that model, for hex and other sender keys.
+    @Test func denseSendersMatchAPlainModel() {
+        var config = SpamFilterConfig()
+        config.maxTrackedSenders = 8
+        var policy = AdmissionPolicy(config: config)
+        var rng = SeededRandom(seed: 16)
+        let keys = (0..<20).map { i in i % 2 == 0 ? Self.hex(&rng) : "peer-\(i)" }
+        var model: [String: (bucket: TokenBucketSchedule, lastActive: Int)] = [:]
+        var activity = 0
+        var evictions = 0
+        for i in 0..<4_000 {
+            let sender = keys[Int(rng.next() % UInt64(rng.next() % 2 == 0 ? 20 : 6))]
+            let time = now + Double(i) * 0.7
+            activity += 1
+            if model[sender] != nil {
+                model[sender]!.lastActive = activity
+            } else {
+                model[sender] = (TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate), activity)
+                if model.count > config.maxTrackedSenders {
+                    let ordered = model.filter { $0.key != sender }.sorted { $0.value.lastActive < $1.value.lastActive }
+                    for (key, _) in ordered.prefix(model.count - config.maxTrackedSenders * 3 / 4) {
+                        model[key] = nil
+                        evictions += 1
+                    }
+                }
+            }
+            let expected = model[sender]!.bucket.spend(1, at: time)
+            let verdict = policy.judge(
+                SpamCandidate(senderKey: sender, messageID: "m\(i)", timestamp: time, content: .attachment, direction: .meshToNostr),
+                now: time)
+            #expect(verdict.figures.messageBucket?.level == expected.level, "message \(i)")
+            #expect((verdict.outcome == .accepted) == expected.accepted, "message \(i)")
+        }
+        #expect(evictions > 100)
+        #expect(policy.currentStats.senderEvictions == evictions)
+        #expect(policy.currentStats.trackedSenders == model.count)
+    }
+
     /// The memoised allowance equals the largest mismatch count the definition's division accepts, and the
     /// table-driven search returns the definition's first reaching shift and value.
     @Test func autocorrelationAllowancesFollowTheDefinition() {
