@@ -25,9 +25,10 @@ public struct AdmissionPolicy: Sendable {
         /// table, more than the default character capacity of 1,200 admits); a longer text settles them
         /// shift by shift (``Autocorrelation/firstReaching(_:threshold:)``, same result).
         static let allowanceMemoLength = 4096
-        /// Sender index slots reserved at init: the default `max_tracked_senders` (4,096) plus the one a new
-        /// sender briefly adds before eviction, so the index never rehashes under the default cap (about
-        /// 360 KB); a larger cap grows it on demand.
+        /// Senders reserved for at init: the default `max_tracked_senders` (4,096) plus the one a new sender
+        /// briefly adds before eviction, so neither the states (~340 bytes each, touched in order as senders
+        /// arrive) nor their index (~360 KB) is moved or rehashed under the default cap; a larger cap grows
+        /// them on demand.
         static let reservedSenders = 4097
     }
 
@@ -126,6 +127,7 @@ public struct AdmissionPolicy: Sendable {
         // table grows on demand: reserved, its 1.3 MB of keys would be touched at random from the start
         // (measured slower on `bench ingest`), and rehashing its small entries is cheap.
         verdictRing.reserveCapacity(Limits.verdictCacheSize)
+        senders.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
         senderSlots.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
         fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
