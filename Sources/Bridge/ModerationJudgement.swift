@@ -45,9 +45,11 @@ public final class ModerationJudgement: BridgeJudgement {
             senderKey: candidate.senderKey, messageID: candidate.messageID, timestamp: candidate.timestamp,
             content: .text(candidate.text), direction: direction)
         let verdict = policy.judge(spamCandidate, now: now)
-        if let record = ModerationRecord(
-            candidate: spamCandidate, verdict: verdict, channel: channel, displayName: candidate.displayName, judgedAt: now,
-            logText: logText), !verdict.fromCache
+        // Only a fresh hidden (or would-hide) verdict is logged: the record is built for those alone.
+        if verdict.isLogged, !verdict.fromCache,
+            let record = ModerationRecord(
+                candidate: spamCandidate, verdict: verdict, channel: channel, displayName: candidate.displayName, judgedAt: now,
+                logText: logText)
         {
             do {
                 _ = try moderationLog?.append(record)

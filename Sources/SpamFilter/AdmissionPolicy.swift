@@ -16,10 +16,20 @@
 public struct AdmissionPolicy: Sendable {
     public enum Limits {
         /// Re-deliveries (other relays, other mesh links, gossip sync) come within minutes; 16,384 ids
-        /// cover well over 10 min of the busiest channel and cost about 2 MB.
+        /// cover well over 10 min of the busiest channel and cost about 6.5 MB (a ring slot holds the id and
+        /// its ~270-byte verdict; the id table adds ~1.4 MB).
         public static let verdictCacheSize = 16_384
         /// The shared-bigram requirement is memoised for lengths below this (longer texts compute it).
         static let fullScanMemoLength = 4096
+        /// The repeated-characters rule looks its mismatch allowances up for texts up to this long (16 KB of
+        /// table, more than the default character capacity of 1,200 admits); a longer text settles them
+        /// shift by shift (``Autocorrelation/firstReaching(_:threshold:distinctBigrams:)``, same result).
+        static let allowanceMemoLength = 4096
+        /// Senders reserved for at init: the default `max_tracked_senders` (4,096) plus the one a new sender
+        /// briefly adds before eviction, so neither the states (~340 bytes each, touched in order as senders
+        /// arrive) nor their index (~360 KB) is moved or rehashed under the default cap; a larger cap grows
+        /// them on demand.
+        static let reservedSenders = 4097
     }
 
     /// Counters for the periodic stats line.
@@ -33,10 +43,30 @@ public struct AdmissionPolicy: Sendable {
     }
 
     struct SenderState: Sendable {
+        enum Bucket { case message, characters, links }
+
+        var key: TableKey
         var message: TokenBucketSchedule
         var characters: TokenBucketSchedule
         var links: TokenBucketSchedule
         var lastActive: UInt64
+
+        /// Spends from one bucket in place and reads its capacity in the same access (no copy of the state).
+        mutating func spend(_ bucket: Bucket, _ cost: Double, at time: Double) -> (accepted: Bool, figures: BucketFigures) {
+            switch bucket {
+            case .message: Self.spend(&message, cost, at: time)
+            case .characters: Self.spend(&characters, cost, at: time)
+            case .links: Self.spend(&links, cost, at: time)
+            }
+        }
+
+        @inline(__always)
+        private static func spend(
+            _ schedule: inout TokenBucketSchedule, _ cost: Double, at time: Double
+        ) -> (accepted: Bool, figures: BucketFigures) {
+            let outcome = schedule.spend(cost, at: time)
+            return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: schedule.capacity))
+        }
 
         /// Marks the sender active and folds spends older than the clamp window into checkpoints.
         mutating func touch(activity: UInt64, horizon: Double) -> Bool {
@@ -48,14 +78,32 @@ public struct AdmissionPolicy: Sendable {
         }
     }
 
+    /// One cached verdict and the id it is cached under (to drop that id when its ring slot is reused).
+    struct CachedVerdict: Sendable {
+        var key: TableKey
+        var verdict: SpamVerdict
+    }
+
     public private(set) var config: SpamFilterConfig
     /// Keys whose messages are never judged: the bridge's own identities (its echoes).
-    public var exemptSenders: Set<String>
-    private var senders: [String: SenderState] = [:]
+    public var exemptSenders: Set<String> {
+        didSet { exemptKeys = Set(exemptSenders.map(TableKey.init)) }
+    }
+    /// ``exemptSenders`` as table keys (the form every judged sender key is converted to once).
+    private var exemptKeys: Set<TableKey>
+    /// Tracked senders, densely (a new sender is appended; an evicted one is replaced by the last), so
+    /// their states share pages instead of spreading over a sparse hash table.
+    private var senders: [SenderState] = []
+    /// Sender key → position in ``senders``.
+    private var senderSlots: [TableKey: Int32] = [:]
     private var activity: UInt64 = 0
     private var store: TextStore
-    private var verdicts: [String: SpamVerdict] = [:]
-    private var verdictOrder: [String]
+    /// Cached message id → its slot in ``verdictRing``. The verdicts themselves (a few hundred bytes each)
+    /// are written once into the ring and never moved: the table holds small entries and rehashes cheaply.
+    private var verdicts: [TableKey: Int32] = [:]
+    /// The last ``Limits/verdictCacheSize`` judged ids with their verdicts; grows to the limit, then
+    /// overwrites its oldest slot (`verdictNext`).
+    private var verdictRing: [CachedVerdict] = []
     private var verdictNext = 0
     private var comparator = Similarity.Comparator()
     /// Whether `comparator` holds the text under judgment: loaded on its first comparison, since most
@@ -64,13 +112,23 @@ public struct AdmissionPolicy: Sendable {
     private var fullScanMemo: [Int32]
     /// `Similarity.minimumAlignment(maxLength: M, threshold:)` for every M computed so far (grows on demand).
     private var minimumAlignments: [Int32] = []
+    /// `Autocorrelation.allowedMismatches(total: t, threshold:)` for every t computed so far (grows on
+    /// demand up to ``Limits/allowanceMemoLength``; the threshold never changes after init).
+    private var autocorrelationAllowances: [Int32] = []
     public private(set) var stats = Stats()
 
     public init(config: SpamFilterConfig, exemptSenders: Set<String> = []) {
         self.config = config
         self.exemptSenders = exemptSenders
+        exemptKeys = Set(exemptSenders.map(TableKey.init))
         store = TextStore(capacity: config.storedTexts)
-        verdictOrder = []
+        // The verdict ring fills to its limit within minutes of traffic and then stays full: reserved once
+        // (its pages are touched in order as it fills) instead of moving its ~5 MB as it grows. The id
+        // table grows on demand: reserved, its 1.3 MB of keys would be touched at random from the start
+        // (measured slower on `bench ingest`), and rehashing its small entries is cheap.
+        verdictRing.reserveCapacity(Limits.verdictCacheSize)
+        senders.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
+        senderSlots.reserveCapacity(min(config.maxTrackedSenders + 1, Limits.reservedSenders))
         fullScanMemo = Array(repeating: Int32.min, count: Limits.fullScanMemoLength)
     }
 
@@ -82,25 +140,29 @@ public struct AdmissionPolicy: Sendable {
     /// Turns the filter on or off; either way every sender starts again with a full budget.
     public mutating func setEnabled(_ enabled: Bool) {
         config.enabled = enabled
-        senders.removeAll()
+        senders.removeAll(keepingCapacity: true)
+        senderSlots.removeAll(keepingCapacity: true)
     }
 
     public mutating func setShadowMode(_ shadow: Bool) { config.shadowMode = shadow }
 
     /// Forgets all history: stored texts, senders and cached verdicts.
     public mutating func wipe() {
-        senders.removeAll()
+        senders.removeAll(keepingCapacity: true)
+        senderSlots.removeAll(keepingCapacity: true)
         store.removeAll()
-        verdicts.removeAll()
-        verdictOrder = []
+        verdicts.removeAll(keepingCapacity: true)
+        verdictRing.removeAll(keepingCapacity: true)
         verdictNext = 0
     }
 
     /// The cached verdict for a message id, without counting anything.
-    public func cachedVerdict(_ messageID: String) -> SpamVerdict? { verdicts[messageID] }
+    public func cachedVerdict(_ messageID: String) -> SpamVerdict? {
+        verdicts[TableKey(messageID)].map { verdictRing[Int($0)].verdict }
+    }
 
     /// Whether the message with this id was hidden (reads the cache only; false when unknown).
-    public func wasHidden(_ messageID: String) -> Bool { verdicts[messageID]?.isHidden ?? false }
+    public func wasHidden(_ messageID: String) -> Bool { cachedVerdict(messageID)?.isHidden ?? false }
 
     public var currentStats: Stats {
         var s = stats
@@ -114,21 +176,24 @@ public struct AdmissionPolicy: Sendable {
 
     /// Judges one message once: a repeated message id returns the cached verdict and spends nothing.
     public mutating func judge(_ candidate: SpamCandidate, now: Double) -> SpamVerdict {
-        if exemptSenders.contains(candidate.senderKey) {
+        let sender = TableKey(candidate.senderKey)
+        if !exemptKeys.isEmpty, exemptKeys.contains(sender) {
             return SpamVerdict(outcome: .exempt, rule: nil, figures: SpamFigures(), fromCache: false)
         }
         guard config.enabled else {
             return SpamVerdict(outcome: .disabled, rule: nil, figures: SpamFigures(), fromCache: false)
         }
-        if var cached = verdicts[candidate.messageID] {
+        let id = TableKey(candidate.messageID)
+        if let slot = verdicts[id] {
+            var cached = verdictRing[Int(slot)].verdict
             cached.fromCache = true
             return cached
         }
-        let evaluation = evaluate(candidate, now: now, explaining: false)
+        let evaluation = evaluate(candidate, sender: sender, now: now, explaining: false)
         let rule = evaluation.fired.first
         let outcome: SpamVerdict.Outcome = rule == nil ? .accepted : (config.shadowMode ? .wouldHide : .hidden)
         let verdict = SpamVerdict(outcome: outcome, rule: rule, figures: evaluation.figures, fromCache: false)
-        remember(candidate.messageID, verdict)
+        remember(id, verdict)
         stats.judged += 1
         if rule != nil { stats.hidden += 1 }
         return verdict
@@ -139,20 +204,22 @@ public struct AdmissionPolicy: Sendable {
     /// that would fire on its own (the verdict is the first).
     public func explain(_ candidate: SpamCandidate, now: Double) -> (figures: SpamFigures, fired: [SpamRule]) {
         var copy = self
-        let evaluation = copy.evaluate(candidate, now: now, explaining: true)
+        let evaluation = copy.evaluate(candidate, sender: TableKey(candidate.senderKey), now: now, explaining: true)
         return (evaluation.figures, evaluation.fired)
     }
 
-    /// Caches a verdict; the ring of ids grows to the limit, then overwrites its oldest (O(1) eviction).
-    private mutating func remember(_ id: String, _ verdict: SpamVerdict) {
-        if verdictOrder.count < Limits.verdictCacheSize {
-            verdictOrder.append(id)
+    /// Caches a verdict for an id not in the cache; the ring grows to the limit, then overwrites its
+    /// oldest slot and drops that slot's id (O(1) eviction).
+    private mutating func remember(_ id: TableKey, _ verdict: SpamVerdict) {
+        if verdictRing.count < Limits.verdictCacheSize {
+            verdicts[id] = Int32(verdictRing.count)
+            verdictRing.append(CachedVerdict(key: id, verdict: verdict))
         } else {
-            verdicts[verdictOrder[verdictNext]] = nil
-            verdictOrder[verdictNext] = id
+            verdicts[verdictRing[verdictNext].key] = nil
+            verdicts[id] = Int32(verdictNext)
+            verdictRing[verdictNext] = CachedVerdict(key: id, verdict: verdict)
             verdictNext = (verdictNext + 1) % Limits.verdictCacheSize
         }
-        verdicts[id] = verdict
     }
 
     /// Smallest alignment that reaches the near-copy threshold for texts of maximum length `maxLength`.
@@ -179,35 +246,50 @@ public struct AdmissionPolicy: Sendable {
 
     /// Marks the sender active (tracking it when new) and returns its position in ``senders``, valid
     /// until the next insertion or removal: the spends of this evaluation use it without hashing the key.
-    private mutating func touchSender(_ key: String, now: Double) -> [String: SenderState].Index {
+    private mutating func touchSender(_ key: TableKey, now: Double) -> Int {
         activity += 1
         let horizon = now - config.timestampClampSeconds
         let activity = self.activity
-        if let index = senders.index(forKey: key) {
-            _ = senders.values[index].touch(activity: activity, horizon: horizon)
-            return index
+        if let slot = senderSlots[key] {
+            _ = senders[Int(slot)].touch(activity: activity, horizon: horizon)
+            return Int(slot)
         }
-        senders[key] = SenderState(
+        senderSlots[key] = Int32(senders.count)
+        senders.append(SenderState(
+            key: key,
             message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
             characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
             links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
             lastActive: activity
-        )
+        ))
         if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
-        guard let index = senders.index(forKey: key) else { preconditionFailure("a touched sender is tracked") }
-        return index
+        guard let slot = senderSlots[key] else { preconditionFailure("a touched sender is tracked") }
+        return Int(slot)
     }
 
     /// Evicts the least recently active senders down to 3/4 of the cap (amortised O(log n) per new sender).
-    private mutating func evictSenders(keeping key: String) {
+    private mutating func evictSenders(keeping key: TableKey) {
         let target = config.maxTrackedSenders * 3 / 4
-        let ordered = senders.map { ($0.key, $0.value.lastActive) }.sorted { $0.1 < $1.1 }
+        let ordered = senders.map { ($0.key, $0.lastActive) }.sorted { $0.1 < $1.1 }
         var excess = senders.count - target
         for (candidate, _) in ordered where excess > 0 && candidate != key {
-            senders[candidate] = nil
+            removeSender(candidate)
             excess -= 1
             stats.senderEvictions += 1
         }
+    }
+
+    /// Stops tracking a sender: the last state takes its position (which order the states are in
+    /// does not matter; eviction orders by `lastActive`, which is distinct per sender).
+    private mutating func removeSender(_ key: TableKey) {
+        guard let removed = senderSlots.removeValue(forKey: key) else { return }
+        let slot = Int(removed)
+        let last = senders.count - 1
+        if slot != last {
+            senders.swapAt(slot, last)
+            senderSlots[senders[slot].key] = removed
+        }
+        senders.removeLast()
     }
 
     struct Evaluation: Sendable {
@@ -215,19 +297,20 @@ public struct AdmissionPolicy: Sendable {
         var fired: [SpamRule] = []
     }
 
-    private mutating func evaluate(_ candidate: SpamCandidate, now: Double, explaining: Bool) -> Evaluation {
+    /// `sender` is `TableKey(candidate.senderKey)`, converted once by the caller.
+    private mutating func evaluate(_ candidate: SpamCandidate, sender senderKey: TableKey, now: Double, explaining: Bool) -> Evaluation {
         var result = Evaluation()
         let key = candidate.senderKey
         let time = clamp(candidate.timestamp, now: now)
         result.figures.clampedTimestamp = time
-        let sender = touchSender(key, now: now)
+        let sender = touchSender(senderKey, now: now)
         func fire(_ rule: SpamRule) -> Bool {
             result.fired.append(rule)
             return !explaining
         }
 
         // 1. Message rate.
-        let message = spend(sender, \.message, 1, at: time)
+        let message = senders[sender].spend(.message, 1, at: time)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -240,7 +323,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = spend(sender, \.characters, Double(scalars.count), at: time)
+        let characters = senders[sender].spend(.characters, Double(scalars.count), at: time)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -248,7 +331,7 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = spend(sender, \.links, Double(links), at: time)
+            let spent = senders[sender].spend(.links, Double(links), at: time)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }
@@ -271,8 +354,7 @@ public struct AdmissionPolicy: Sendable {
                 let maximum = Autocorrelation.maximum(scalars)
                 result.figures.autocorrelation = AutocorrelationFigures(value: maximum.value, shift: maximum.shift, length: scalars.count)
                 if maximum.value >= config.autocorrelationThreshold { _ = fire(.repeatedCharacters) }
-            } else if let hit = Autocorrelation.firstReaching(
-                scalars, threshold: config.autocorrelationThreshold, distinctBigrams: bigrams.count) {
+            } else if let hit = firstRepeatingShift(scalars, distinctBigrams: bigrams.count) {
                 result.figures.autocorrelation = AutocorrelationFigures(value: hit.value, shift: hit.shift, length: scalars.count)
                 _ = fire(.repeatedCharacters)
             }
@@ -298,14 +380,17 @@ public struct AdmissionPolicy: Sendable {
             bigrams: unreachable ? [] : bigrams)
     }
 
-    /// Spends in place (no copy of the sender's history). In explain mode the whole policy is a copy.
-    private mutating func spend(
-        _ sender: [String: SenderState].Index, _ bucket: WritableKeyPath<SenderState, TokenBucketSchedule>, _ cost: Double,
-        at time: Double
-    ) -> (accepted: Bool, figures: BucketFigures) {
-        let outcome = senders.values[sender][keyPath: bucket].spend(cost, at: time)
-        let capacity = senders.values[sender][keyPath: bucket].capacity
-        return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: capacity))
+    /// ``Autocorrelation/firstReaching(_:threshold:distinctBigrams:)`` with the mismatch allowances looked up (memoised).
+    private mutating func firstRepeatingShift(_ scalars: [UInt32], distinctBigrams: Int) -> (value: Double, shift: Int)? {
+        let threshold = config.autocorrelationThreshold
+        guard scalars.count <= Limits.allowanceMemoLength else {
+            return Autocorrelation.firstReaching(scalars, threshold: threshold, distinctBigrams: distinctBigrams)
+        }
+        while autocorrelationAllowances.count < scalars.count {
+            let total = autocorrelationAllowances.count
+            autocorrelationAllowances.append(Int32(Autocorrelation.allowedMismatches(total: total, threshold: threshold)))
+        }
+        return Autocorrelation.firstReaching(scalars, allowances: autocorrelationAllowances, distinctBigrams: distinctBigrams)
     }
 
     // MARK: Similarity scans

@@ -11,19 +11,14 @@ import Foundation
 /// with simple case folding for every cased letter a disguise would use.
 public enum TextNormalizer {
     public static func normalize(_ text: String) -> [UInt32] {
+        // ASCII fast path over the string's contiguous UTF-8 (native strings always have it).
+        // nil: no contiguous storage; .some(nil): not all ASCII.
+        let fast = text.utf8.withContiguousStorageIfAvailable(normalizeASCII)
+        if let fast, let ascii = fast { return ascii }
         var out: [UInt32] = []
         out.reserveCapacity(text.utf8.count)
         var pendingSpace = false
-        // ASCII fast path over the string's contiguous UTF-8 (native strings always have it).
-        let handled: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            var high: UInt8 = 0
-            for byte in bytes { high |= byte }
-            guard high < 0x80 else { return false }
-            for byte in bytes { appendASCII(UInt32(byte), to: &out, pendingSpace: &pendingSpace) }
-            return true
-        }
-        if handled == true { return out }
-        if handled == nil, text.utf8.allSatisfy({ $0 < 0x80 }) {
+        if fast == nil, text.utf8.allSatisfy({ $0 < 0x80 }) {
             for byte in text.utf8 {
                 appendASCII(UInt32(byte), to: &out, pendingSpace: &pendingSpace)
             }
@@ -58,6 +53,40 @@ public enum TextNormalizer {
             }
         }
         return out
+    }
+
+    /// The ASCII rules of ``appendASCII(_:to:pendingSpace:)`` written straight into the result (at most
+    /// one scalar per byte), or nil when `bytes` is not all ASCII.
+    private static func normalizeASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt32]? {
+        var high: UInt8 = 0
+        for byte in bytes { high |= byte }
+        guard high < 0x80 else { return nil }
+        // Filled in place then cut to length (the zero fill is cheaper than the unspecialised
+        // `init(unsafeUninitializedCapacity:)`, which looks the array type up at run time).
+        var result = [UInt32](repeating: 0, count: bytes.count)
+        let kept = result.withUnsafeMutableBufferPointer { out -> Int in
+            var n = 0
+            var pendingSpace = false
+            for byte in bytes {
+                if byte > 0x20, byte != 0x7F {
+                    // A space is written only before a kept byte that follows a whitespace byte, so `n`
+                    // never passes the number of bytes read.
+                    if pendingSpace {
+                        out[n] = 0x20
+                        n &+= 1
+                        pendingSpace = false
+                    }
+                    out[n] = UInt32(byte &- 0x41 < 26 ? byte &+ 0x20 : byte)
+                    n &+= 1
+                } else if byte == 0x20 || byte &- 0x09 < 5 {
+                    pendingSpace = n != 0  // tab, line feed, vertical tab, form feed, carriage return, space
+                }
+                // other controls (below 0x20, and 0x7F) are dropped
+            }
+            return n
+        }
+        result.removeLast(bytes.count - kept)
+        return result
     }
 
     @inline(__always)

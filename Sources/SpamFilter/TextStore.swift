@@ -101,23 +101,24 @@ struct TextStore: Sendable {
         var size = 16
         while size < n * 2 { size <<= 1 }
         let mask = size - 1
-        // Written through a pointer into uninitialised capacity (at most n distinct grams), and the cells
-        // in temporary storage (on the stack when small): no per-gram capacity or uniqueness checks.
-        return [(gram: UInt64, count: Int32)](unsafeUninitializedCapacity: n) { out, initialized in
-            // Table cell → index into `out` (−1: empty), so no gram value needs to mark an empty cell.
-            withUnsafeTemporaryAllocation(of: Int32.self, capacity: size) { cells in
-                cells.initialize(repeating: -1)
-                var distinct = 0
-                s.withUnsafeBufferPointer { s in
+        // Table cell → index into the result (−1: empty), so no gram value needs to mark an empty cell. The
+        // table is scratch (on the stack when small) and the result is written in place: at most `n` grams.
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: size) { cells in
+            cells.initialize(repeating: -1)
+            // Filled in place then cut to length (cheaper than the unspecialised `init(unsafeUninitializedCapacity:)`).
+            var result = [(gram: UInt64, count: Int32)](repeating: (0, 0), count: n)
+            let distinct = result.withUnsafeMutableBufferPointer { out -> Int in
+                s.withUnsafeBufferPointer { s -> Int in
+                    var found = 0
                     for i in 0..<n {
                         let gram = UInt64(s[i]) << 32 | UInt64(s[i + 1])
                         var cell = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
                         while true {
                             let at = Int(cells[cell])
                             if at < 0 {
-                                cells[cell] = Int32(distinct)
-                                (out.baseAddress! + distinct).initialize(to: (gram, 1))
-                                distinct += 1
+                                cells[cell] = Int32(found)
+                                out[found] = (gram, 1)
+                                found += 1
                                 break
                             }
                             if out[at].gram == gram {
@@ -127,9 +128,11 @@ struct TextStore: Sendable {
                             cell = (cell + 1) & mask
                         }
                     }
+                    return found
                 }
-                initialized = distinct
             }
+            result.removeLast(n - distinct)
+            return result
         }
     }
 

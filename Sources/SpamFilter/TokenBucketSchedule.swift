@@ -18,12 +18,21 @@ public struct TokenBucketSchedule: Sendable {
         var levelAfter: Double
     }
 
+    /// History slots reserved at a bucket's first spend: a chat sender posts a few messages within the
+    /// window, so the history then grows without reallocating for the first four spends.
+    static let initialHistory = 4
+
     public let capacity: Double
     public let rate: Double
     /// The state right after the last pruned spend, if any.
     private var checkpoint: (time: Double, level: Double)?
     private var spends: [Spend] = []
     private var pruned = 0
+    /// Copies of the history's ends kept beside it, so the common calls read no history (a sender's
+    /// history is seldom in cache): `spends[pruned].time` (+∞ when every spend is pruned) and
+    /// `spends.last` (nil when every spend is pruned).
+    private var oldestKept = Double.infinity
+    private var newest: Spend?
 
     public init(capacity: Double, rate: Double) {
         self.capacity = capacity
@@ -52,10 +61,22 @@ public struct TokenBucketSchedule: Sendable {
     /// `time` before it. A rejected spend changes nothing.
     public mutating func spend(_ cost: Double, at time: Double) -> (accepted: Bool, level: Double) {
         let time = max(time, checkpoint?.time ?? -.infinity)
-        if spends.count == pruned || time >= spends[spends.count - 1].time {
-            let level = levelBefore(insertionIndex: spends.count, time: time)
+        guard let last = newest, time < last.time else {
+            // In order (`levelBefore(insertionIndex: spends.count, …)`, from the copy of the last spend).
+            let level: Double
+            if let last = newest {
+                level = refill(from: last.levelAfter, over: time - last.time)
+            } else if let checkpoint {
+                level = refill(from: checkpoint.level, over: time - checkpoint.time)
+            } else {
+                level = capacity
+            }
             guard level - cost >= 0 else { return (false, level) }
-            spends.append(Spend(time: time, cost: cost, levelAfter: level - cost))
+            let spend = Spend(time: time, cost: cost, levelAfter: level - cost)
+            if spends.capacity == 0 { spends.reserveCapacity(Self.initialHistory) }
+            spends.append(spend)
+            if newest == nil { oldestKept = time }
+            newest = spend
             return (true, level)
         }
         // Out of order: insertion point after every spend with time ≤ `time`.
@@ -80,6 +101,9 @@ public struct TokenBucketSchedule: Sendable {
         }
         for (offset, value) in updated.enumerated() { spends[index + offset].levelAfter = value }
         spends.insert(Spend(time: time, cost: cost, levelAfter: level - cost), at: index)
+        // The insertion point is before the last spend (out of order), at or after the oldest kept one.
+        newest = spends[spends.count - 1]
+        if index == pruned { oldestKept = time }
         return (true, level)
     }
 
@@ -90,9 +114,18 @@ public struct TokenBucketSchedule: Sendable {
 
     /// Folds spends older than `time` into the checkpoint (their effect on later levels is kept exactly).
     public mutating func prune(before time: Double) {
+        // Nothing older than `time`: nothing to fold, and the compaction below was already settled when
+        // `pruned` last grew (appends and insertions only make it less due).
+        guard oldestKept < time else { return }
         while pruned < spends.count, spends[pruned].time < time {
             checkpoint = (spends[pruned].time, spends[pruned].levelAfter)
             pruned += 1
+        }
+        if pruned < spends.count {
+            oldestKept = spends[pruned].time
+        } else {
+            oldestKept = .infinity
+            newest = nil
         }
         // Compact occasionally so pruning stays O(1) amortised.
         if pruned > 32, pruned * 2 > spends.count {
