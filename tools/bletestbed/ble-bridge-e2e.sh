@@ -14,8 +14,8 @@ TOOLS=${BLETESTBED_TOOLS:-$(cd "$(dirname "$0")" && pwd)}
 PY=${BLETESTBED_VENV:-/tmp/bletestbed-cache/venv}/bin/python
 LOGDIR=${BLETESTBED_OUT:-/tmp}
 LONG=2048
-up() { cut -d' ' -f1 /proc/uptime; }
-say() { echo "[bridge-e2e $(up)] $*"; }
+SAY_TAG=bridge-e2e
+. "$TOOLS/guest-lib.sh"
 T_START=$(up)
 BRIDGE_PID=
 
@@ -24,17 +24,6 @@ dump() {
 	echo "----- bluetoothd.log (tail) -----"; tail -n 40 "$LOGDIR/bluetoothd.log" 2>/dev/null
 }
 fail() { say "FAIL: $1"; shift; dump "$@"; [ -n "$BRIDGE_PID" ] && kill "$BRIDGE_PID" 2>/dev/null; exit 1; }
-
-# wait_grep SECONDS FILE PATTERN [COUNT]: until FILE has COUNT lines matching PATTERN
-wait_grep() {
-	local end=$(( $(date +%s) + $1 )) n
-	while :; do
-		n=$(grep -c -- "$3" "$2" 2>/dev/null); n=${n:-0}
-		[ "$n" -ge "${4:-1}" ] && return 0
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.2
-	done
-}
 
 # has_message FILE TEXT-or-@longTAG: the bridge printed a verified public message with exactly that text
 has_message() {

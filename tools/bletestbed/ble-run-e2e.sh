@@ -12,19 +12,10 @@ PEERS=${3:?peers dir with sdk_relay.py (tools/peers)}
 TOOLS=${BLETESTBED_TOOLS:-$(cd "$(dirname "$0")" && pwd)}
 PY=${BLETESTBED_VENV:-/tmp/bletestbed-cache/venv}/bin/python
 LOGDIR=${BLETESTBED_OUT:-/tmp}
-up() { cut -d' ' -f1 /proc/uptime; }
-say() { echo "[run-e2e $(up)] $*"; }
+SAY_TAG=run-e2e
+. "$TOOLS/guest-lib.sh"
 PIDS=()
 fail() { say "FAIL: $1"; shift; for f in "$@"; do echo "----- $(basename "$f") -----"; tail -n 60 "$f"; done; kill "${PIDS[@]}" 2>/dev/null; exit 1; }
-wait_grep() {
-	local end=$(( $(date +%s) + $1 )) n
-	while :; do
-		n=$(grep -c -- "$3" "$2" 2>/dev/null); n=${n:-0}
-		[ "$n" -ge "${4:-1}" ] && return 0
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.2
-	done
-}
 export BLETESTBED_TOOLS=$TOOLS
 timeout 100 "$TOOLS/ble-up.sh" 2 || fail "ble-up"
 RELAY_LOG=$LOGDIR/relay.log; RUN_ERR=$LOGDIR/run.err; RUN_OUT=$LOGDIR/run.out
