@@ -92,23 +92,32 @@ struct BigramIndex: Sendable {
 
     var count: Int { live }
 
+    /// Where `key`'s probe path starts in a table of `mask + 1` positions.
     @inline(__always)
-    private func home(_ key: UInt64) -> Int {
+    private static func home(_ key: UInt64, mask: Int) -> Int {
         Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+    }
+
+    @inline(__always)
+    private func home(_ key: UInt64) -> Int { Self.home(key, mask: mask) }
+
+    /// Position of `key` in `keys` (a table of `mask + 1` positions), or −1: the probe every lookup uses.
+    @inline(__always)
+    private static func find(_ key: UInt64, in keys: UnsafeBufferPointer<UInt64>, mask: Int) -> Int {
+        var i = home(key, mask: mask)
+        while true {
+            let k = keys[i]
+            if k == key { return i }
+            if k == empty { return -1 }
+            i = (i + 1) & mask
+        }
     }
 
     /// Table position of `key`, or nil.
     @inline(__always)
     func position(of key: UInt64) -> Int? {
-        keys.withUnsafeBufferPointer { keys in
-            var i = home(key)
-            while true {
-                let k = keys[i]
-                if k == key { return i }
-                if k == Self.empty { return nil }
-                i = (i + 1) & mask
-            }
-        }
+        let i = keys.withUnsafeBufferPointer { Self.find(key, in: $0, mask: mask) }
+        return i >= 0 ? i : nil
     }
 
     /// How many times the text in `slot` contains the bigram at `position` (0 when absent).
@@ -178,16 +187,7 @@ struct BigramIndex: Sendable {
                         poolNext.withUnsafeBufferPointer { poolNext in
                             guard let firstBase = first.baseAddress else { return }
                             for (gram, count) in bigrams {
-                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-                                while true {
-                                    let k = keys[i]
-                                    if k == gram { break }
-                                    if k == Self.empty {
-                                        i = -1
-                                        break
-                                    }
-                                    i = (i + 1) & mask
-                                }
+                                let i = Self.find(gram, in: keys, mask: mask)
                                 guard i >= 0 else { continue }
                                 rows[n] = Int(bitPattern: firstBase + i * Self.rowWords)
                                 n += 1
@@ -341,7 +341,7 @@ struct BigramIndex: Sendable {
                         poolNext.withUnsafeMutableBufferPointer { next in
                             for (gram, count) in bigrams {
                                 // The key's position, else the first tombstone or empty position on its probe path.
-                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
+                                var i = Self.home(gram, mask: mask)
                                 var reuse = -1
                                 while true {
                                     let k = keys[i]
@@ -494,16 +494,7 @@ struct BigramIndex: Sendable {
                     pool.withUnsafeMutableBufferPointer { pool in
                         poolNext.withUnsafeMutableBufferPointer { next in
                             for (gram, count) in bigrams {
-                                var i = Int(truncatingIfNeeded: (gram &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-                                while true {
-                                    let k = keys[i]
-                                    if k == gram { break }
-                                    if k == Self.empty {
-                                        i = -1
-                                        break
-                                    }
-                                    i = (i + 1) & mask
-                                }
+                                let i = Self.find(gram, in: UnsafeBufferPointer(keys), mask: mask)
                                 guard i >= 0 else { continue }
                                 if count > 1 {
                                     var previous = -1

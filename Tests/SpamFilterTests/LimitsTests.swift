@@ -4,6 +4,21 @@ import Testing
 
 @Suite("Spam filter limits at n and n+1")
 struct LimitsTests {
+    /// The index holds exactly the model's keys, each with the model's slots and occurrence counts
+    /// (key 5000 is never inserted).
+    static func expect(_ index: BigramIndex, equals model: [UInt64: [Int: Int]], slotCount: Int) {
+        #expect(index.count == model.count)
+        for (key, slots) in model {
+            guard let position = index.position(of: key) else {
+                Issue.record("key \(key) missing")
+                continue
+            }
+            #expect(index.slots(at: position) == slots.keys.sorted())
+            for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
+        }
+        #expect(index.position(of: 5000) == nil)
+    }
+
     @Test(arguments: [
         ("max_tracked_senders", "1000000", true), ("max_tracked_senders", "1000001", false),
         ("max_tracked_senders", "4", true), ("max_tracked_senders", "3", false),
@@ -41,18 +56,7 @@ struct LimitsTests {
                 index.insert(slot: slot, count: Int32(count), for: key)
                 model[key, default: [:]][slot] = count
             }
-            if step % 1000 == 0 || step == 19_999 {
-                #expect(index.count == model.count)
-                for (key, slots) in model {
-                    guard let position = index.position(of: key) else {
-                        Issue.record("key \(key) missing")
-                        continue
-                    }
-                    #expect(index.slots(at: position) == slots.keys.sorted())
-                    for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
-                }
-                #expect(index.position(of: 5000) == nil)
-            }
+            if step % 1000 == 0 || step == 19_999 { Self.expect(index, equals: model, slotCount: slotCount) }
         }
     }
 
@@ -86,18 +90,7 @@ struct LimitsTests {
                 for (gram, count) in text { model[gram, default: [:]][slot] = Int(count) }
                 texts[slot] = text
             }
-            if step % 500 == 0 || step == 5_999 {
-                #expect(index.count == model.count)
-                for (key, slots) in model {
-                    guard let position = index.position(of: key) else {
-                        Issue.record("key \(key) missing")
-                        continue
-                    }
-                    #expect(index.slots(at: position) == slots.keys.sorted())
-                    for probe in 0..<slotCount { #expect(index.occurrences(at: position, slot: probe) == slots[probe] ?? 0) }
-                }
-                #expect(index.position(of: 5000) == nil)
-            }
+            if step % 500 == 0 || step == 5_999 { Self.expect(index, equals: model, slotCount: slotCount) }
         }
     }
 
