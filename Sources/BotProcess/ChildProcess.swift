@@ -176,7 +176,7 @@ public final class ChildProcess: @unchecked Sendable {
     public func write(_ text: String) {
         stdinDescriptor.withLock { fd in
             guard fd >= 0 else { return }
-            Spawn.writeWithoutSIGPIPE(fd, Array(text.utf8))
+            Spawn.writeWithoutSIGPIPE(fd, Array(text.utf8)[...])
         }
     }
 

@@ -159,12 +159,13 @@ enum Spawn {
     /// True when the raw `waitpid` status is a death by signal.
     static func diedOfSignal(_ raw: Int32) -> Bool { raw & 0x7f != 0 && raw & 0x7f != 0x7f }
 
-    /// Writes all of `bytes` to `fd` without risking SIGPIPE for this process: SIGPIPE is blocked on the
-    /// calling thread during the write, and the one a write to a closed pipe raises (thread-directed) is
-    /// consumed with `sigtimedwait` before the old mask returns — unless one was already pending, which is
-    /// left alone. Returns false when the reader is gone (EPIPE) or the write fails otherwise.
+    /// Writes `bytes` to `fd` without risking SIGPIPE for this process: SIGPIPE is blocked on the calling
+    /// thread during the write, and the one a write to a closed pipe raises (thread-directed) is consumed
+    /// with `sigtimedwait` before the old mask returns — unless one was already pending, which is left
+    /// alone. Writes until all is written, the reader is gone (EPIPE; `open` false), another error (`open`
+    /// false) or, on a non-blocking descriptor, a full pipe (EAGAIN; `open` true).
     @discardableResult
-    static func writeWithoutSIGPIPE(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    static func writeWithoutSIGPIPE(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> (written: Int, open: Bool) {
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)
@@ -184,12 +185,13 @@ enum Spawn {
             }
             let code = errno
             if code == EINTR { continue }
+            if code == EAGAIN { return (offset, true) }
             if code == EPIPE, !alreadyPending {
                 var now = timespec(tv_sec: 0, tv_nsec: 0)
                 while sigtimedwait(&pipeSignal, nil, &now) == SIGPIPE {}
             }
-            return false
+            return (offset, false)
         }
-        return true
+        return (offset, true)
     }
 }

@@ -123,3 +123,34 @@ struct ChildProcessLifecycleTests {
         #expect(child.stdoutLines == ["/usr/bin", "v 1"])
     }
 }
+
+@Suite("Running a child to completion")
+struct ChildProcessRunTests {
+    @Test("input reaches stdin, stdout and stderr are captured whole, the status and a signal death are reported")
+    func captureInputAndStatus() throws {
+        let input = String(repeating: "0123456789abcdef", count: 20_000)  // 320 kB: more than a pipe holds
+        let copied = try ChildProcess.run("/bin/sh", ["-c", "cat; printf tail; echo oops >&2; exit 3"], input: input)
+        #expect(copied.status == 3 && !copied.diedOfSignal)
+        #expect(copied.stdout == input + "tail" && copied.stderr == "oops\n")
+        let killed = try ChildProcess.run("/bin/sh", ["-c", "kill -TERM $$"])
+        #expect(killed.status == SIGTERM && killed.diedOfSignal)
+        let ignoring = try ChildProcess.run("/bin/sh", ["-c", "exec 0<&-; exit 0"], input: input)
+        #expect(ignoring.status == 0)
+    }
+
+    @Test("environment entries are added or removed; output can go to a file or nowhere")
+    func environmentAndOutputTargets() throws {
+        setenv("CHILD_RUN_REMOVED", "present", 1)
+        defer { unsetenv("CHILD_RUN_REMOVED") }
+        let shown = try ChildProcess.run("/bin/sh", ["-c", "echo \"${CHILD_RUN_REMOVED-unset} $CHILD_RUN_ADDED\""],
+                                         environment: ["CHILD_RUN_REMOVED": nil, "CHILD_RUN_ADDED": "added"])
+        #expect(shown.stdout == "unset added\n")
+        let path = TestEnvironment.temporaryDirectory("child-run") + ".log"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let logged = try ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2"], output: .file(path))
+        #expect(logged.status == 0 && logged.stdout.isEmpty)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "out\nerr\n")
+        #expect(try ChildProcess.run("/bin/echo", ["x"], output: .discard).stdout.isEmpty)
+        #expect(throws: SpawnError.self) { try ChildProcess.run("/nonexistent/run", []) }
+    }
+}
