@@ -64,7 +64,7 @@ let package = Package(
             ]
         ),
 
-        // Child processes with captured output (the demo and the end-to-end tests; Foundation's Process).
+        // Child processes with captured output (the demo and the tests): posix_spawn with a clean signal mask.
         .target(name: "BotProcess"),
         // Test doubles and process helpers shared by test targets (not a product).
         .target(name: "BridgeTestSupport", dependencies: ["BotProcess"]),
@@ -114,9 +114,9 @@ let package = Package(
             name: "WebSocketRuntimeTests",
             dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]
         ),
-        .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport"]),
+        .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport", "BotProcess"]),
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
-        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport"]),
+        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport", "BotProcess"]),
     ]
 )
 

@@ -11,25 +11,16 @@ struct FakeBlueZTests {
     func bridgeAgainstFakeBlueZ() throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         let root = fixtures.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestEnvironment.venvBinary("python"))
-        process.arguments = [fixtures.appendingPathComponent("fake_bluez_test.py").path, TestEnvironment.bridgeExecutable, root.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SYSTEM_BUS_ADDRESS"] = nil
-        process.environment = environment
         // A file, not a pipe: a daemon the driver forks (dbus-daemon) could hold a pipe open past its exit.
         let logPath = TestEnvironment.temporaryDirectory("fake-bluez") + ".log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         defer { try? FileManager.default.removeItem(atPath: logPath) }
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        process.waitUntilExit()
-        try log.close()
+        let result = try ChildProcess.run(
+            TestEnvironment.venvBinary("python"),
+            [fixtures.appendingPathComponent("fake_bluez_test.py").path, TestEnvironment.bridgeExecutable, root.path],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": nil], output: .file(logPath))
         let output = try String(contentsOfFile: logPath, encoding: .utf8)
         let checks = output.split(separator: "\n").filter { $0.hasPrefix("CHECK ") }
-        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(result.status == 0 && !result.diedOfSignal, "\(output)")
         #expect(output.contains("FAKE-BLUEZ PASS"), "\(output)")
         #expect(!checks.contains { $0.hasPrefix("CHECK FAILED") })
         // Errors 4, registration 3 + tree 3, peripheral ≥ 10, central 6, stop 1.

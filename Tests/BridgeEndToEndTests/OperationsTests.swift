@@ -30,14 +30,7 @@ func databaseCheck(_ dataDirectory: String) throws -> (integrity: String, recent
 /// Runs a system command synchronously (mount/umount); returns its exit status.
 @discardableResult
 func system(_ executable: String, _ arguments: [String]) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    do { try process.run() } catch { return -1 }
-    process.waitUntilExit()
-    return process.terminationStatus
+    (try? ChildProcess.run(executable, arguments, output: .discard))?.status ?? -1
 }
 
 /// True when this process can mount a tmpfs (root with CAP_SYS_ADMIN, `mount` present), probed once with a

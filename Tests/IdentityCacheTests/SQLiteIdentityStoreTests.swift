@@ -1,3 +1,4 @@
+import BotProcess
 import BotStorage
 import Foundation
 import IdentityCache
@@ -163,27 +164,18 @@ struct SQLiteIdentityStoreTests {
         }
     }
 
-    @Test func killedBetweenWritesTheDatabaseOpensWithNothingHalfWritten() throws {
+    @Test func killedBetweenWritesTheDatabaseOpensWithNothingHalfWritten() async throws {
         let directory = temporaryDirectory()
         defer { removeTree(directory) }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "crashChildWriter"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: directory]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        var seen = ""
-        while !seen.contains("CHILD-READY") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        #expect(seen.contains("CHILD-READY"), "the child wrote its first 200 transactions")
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        #expect(child.terminationReason == .uncaughtSignal)
+        let child = try ChildProcess(
+            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            ["--testing-library", "swift-testing", "--filter", "crashChildWriter"],
+            environment: [Self.childVariable: directory], name: "crash-child")
+        // Generous: in a full test run (every suite in parallel, 2 cores, fsync-heavy neighbours) the child
+        // has needed ~80 s to get here; alone it takes well under a second.
+        try await child.waitForLine(timeout: .seconds(300), "the child wrote its first 200 transactions") { $0.contains("CHILD-READY") }
+        child.stop(signal: SIGKILL)
+        #expect(try await child.waitForExit() == SIGKILL)
 
         let store = try SQLiteIdentityStore(path: directory + "/bridge.sqlite3")
         #expect(try store.integrityCheck() == ["ok"])

@@ -1,3 +1,4 @@
+import BotProcess
 import BotSupport
 import Foundation
 import ModerationLog
@@ -23,19 +24,8 @@ struct CommandLineTests {
     }
 
     func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let result = try ChildProcess.run(Self.binary, arguments, environment: environment)
+        return Run(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     func temporaryDirectory() throws -> URL {

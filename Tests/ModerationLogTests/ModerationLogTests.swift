@@ -1,4 +1,5 @@
 import Testing
+import BotProcess
 import BotStorage
 import BotSupport
 import Foundation
@@ -157,17 +158,7 @@ struct ModerationLogTests {
     }
 
     func sha256Hex(_ text: String) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try? process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+        let result = try? ChildProcess.run("/usr/bin/sha256sum", [], input: text)
+        return result?.stdout.split(separator: " ").first.map(String.init) ?? ""
     }
 }
