@@ -108,7 +108,7 @@ struct SimulatedMeshTests {
 
 @Suite("MeshNode over the in-process air")
 struct InProcessAirTests {
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))  // a backstop above loaded full-suite runs (see VirtualRadioTests)
     func threeNodesOnOneSegment() async throws {
         let air = InProcessAir(mtu: 185)
         let clock: @Sendable () -> UInt64 = { start }
