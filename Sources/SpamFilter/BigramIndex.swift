@@ -113,6 +113,27 @@ struct BigramIndex: Sendable {
         }
     }
 
+    /// The levelled form's arrays as mutable buffers, for a whole-text pass (room is made first, so none of
+    /// them grows inside).
+    @inline(__always)
+    private mutating func withLevelledStorage<R>(
+        _ body: (
+            _ keys: UnsafeMutableBufferPointer<UInt64>, _ first: UnsafeMutableBufferPointer<UInt64>,
+            _ head: UnsafeMutableBufferPointer<Int32>, _ pool: UnsafeMutableBufferPointer<UInt64>,
+            _ next: UnsafeMutableBufferPointer<Int32>
+        ) -> R
+    ) -> R {
+        keys.withUnsafeMutableBufferPointer { keys in
+            firstLevel.withUnsafeMutableBufferPointer { first in
+                upperHead.withUnsafeMutableBufferPointer { head in
+                    pool.withUnsafeMutableBufferPointer { pool in
+                        poolNext.withUnsafeMutableBufferPointer { next in body(keys, first, head, pool, next) }
+                    }
+                }
+            }
+        }
+    }
+
     /// Table position of `key`, or nil.
     @inline(__always)
     func position(of key: UInt64) -> Int? {
@@ -334,57 +355,51 @@ struct BigramIndex: Sendable {
         var dead = self.dead
         var free = poolFree
         var taken = 0
-        keys.withUnsafeMutableBufferPointer { keys in
-            firstLevel.withUnsafeMutableBufferPointer { first in
-                upperHead.withUnsafeMutableBufferPointer { head in
-                    pool.withUnsafeMutableBufferPointer { pool in
-                        poolNext.withUnsafeMutableBufferPointer { next in
-                            for (gram, count) in bigrams {
-                                // The key's position, else the first tombstone or empty position on its probe path.
-                                var i = Self.home(gram, mask: mask)
-                                var reuse = -1
-                                while true {
-                                    let k = keys[i]
-                                    if k == gram { break }
-                                    if k == Self.empty {
-                                        if reuse >= 0 {
-                                            i = reuse
-                                            dead -= 1
-                                        }
-                                        keys[i] = gram
-                                        live += 1
-                                        break
-                                    }
-                                    if k == Self.tombstone, reuse < 0 { reuse = i }
-                                    i = (i + 1) & mask
-                                }
-                                first[i * words + word] |= bit
-                                guard count > 1 else { continue }
-                                // Levels 1 ..< count: follow the key's blocks, taking free ones where they end.
-                                var block = Int(head[i])
-                                if block < 0 {
-                                    block = Int(free)
-                                    free = next[block]
-                                    next[block] = -1
-                                    taken += 1
-                                    head[i] = Int32(block)
-                                }
-                                pool[block * words + word] |= bit
-                                for _ in 2..<Int(count) {
-                                    var following = Int(next[block])
-                                    if following < 0 {
-                                        following = Int(free)
-                                        free = next[following]
-                                        next[following] = -1
-                                        taken += 1
-                                        next[block] = Int32(following)
-                                    }
-                                    block = following
-                                    pool[block * words + word] |= bit
-                                }
-                            }
+        withLevelledStorage { keys, first, head, pool, next in
+            /// Unlinks the first free pool block (room was made above).
+            func takeFree() -> Int {
+                let block = Int(free)
+                free = next[block]
+                next[block] = -1
+                taken += 1
+                return block
+            }
+            for (gram, count) in bigrams {
+                // The key's position, else the first tombstone or empty position on its probe path.
+                var i = Self.home(gram, mask: mask)
+                var reuse = -1
+                while true {
+                    let k = keys[i]
+                    if k == gram { break }
+                    if k == Self.empty {
+                        if reuse >= 0 {
+                            i = reuse
+                            dead -= 1
                         }
+                        keys[i] = gram
+                        live += 1
+                        break
                     }
+                    if k == Self.tombstone, reuse < 0 { reuse = i }
+                    i = (i + 1) & mask
+                }
+                first[i * words + word] |= bit
+                guard count > 1 else { continue }
+                // Levels 1 ..< count: follow the key's blocks, taking free ones where they end.
+                var block = Int(head[i])
+                if block < 0 {
+                    block = takeFree()
+                    head[i] = Int32(block)
+                }
+                pool[block * words + word] |= bit
+                for _ in 2..<Int(count) {
+                    var following = Int(next[block])
+                    if following < 0 {
+                        following = takeFree()
+                        next[block] = Int32(following)
+                    }
+                    block = following
+                    pool[block * words + word] |= bit
                 }
             }
         }
@@ -488,52 +503,44 @@ struct BigramIndex: Sendable {
         var dead = self.dead
         var free = poolFree
         var freed = 0
-        keys.withUnsafeMutableBufferPointer { keys in
-            firstLevel.withUnsafeMutableBufferPointer { first in
-                upperHead.withUnsafeMutableBufferPointer { head in
-                    pool.withUnsafeMutableBufferPointer { pool in
-                        poolNext.withUnsafeMutableBufferPointer { next in
-                            for (gram, count) in bigrams {
-                                let i = Self.find(gram, in: UnsafeBufferPointer(keys), mask: mask)
-                                guard i >= 0 else { continue }
-                                if count > 1 {
-                                    var previous = -1
-                                    var block = Int(head[i])
-                                    var level = 1
-                                    while level < Int(count), block >= 0 {
-                                        let base = block * words
-                                        pool[base + word] &= clear
-                                        var any: UInt64 = 0
-                                        for w in 0..<words { any |= pool[base + w] }
-                                        if any == 0 {
-                                            if previous < 0 { head[i] = -1 } else { next[previous] = -1 }
-                                            while block >= 0 {
-                                                let following = Int(next[block])
-                                                for w in 0..<words { pool[block * words + w] = 0 }
-                                                next[block] = free
-                                                free = Int32(block)
-                                                freed += 1
-                                                block = following
-                                            }
-                                            break
-                                        }
-                                        previous = block
-                                        block = Int(next[block])
-                                        level += 1
-                                    }
-                                }
-                                let base = i * words
-                                first[base + word] &= clear
-                                var any: UInt64 = 0
-                                for w in 0..<words { any |= first[base + w] }
-                                if any == 0 {
-                                    keys[i] = Self.tombstone
-                                    live -= 1
-                                    dead += 1
-                                }
+        withLevelledStorage { keys, first, head, pool, next in
+            for (gram, count) in bigrams {
+                let i = Self.find(gram, in: UnsafeBufferPointer(keys), mask: mask)
+                guard i >= 0 else { continue }
+                if count > 1 {
+                    var previous = -1
+                    var block = Int(head[i])
+                    var level = 1
+                    while level < Int(count), block >= 0 {
+                        let base = block * words
+                        pool[base + word] &= clear
+                        var any: UInt64 = 0
+                        for w in 0..<words { any |= pool[base + w] }
+                        if any == 0 {
+                            if previous < 0 { head[i] = -1 } else { next[previous] = -1 }
+                            while block >= 0 {
+                                let following = Int(next[block])
+                                for w in 0..<words { pool[block * words + w] = 0 }
+                                next[block] = free
+                                free = Int32(block)
+                                freed += 1
+                                block = following
                             }
+                            break
                         }
+                        previous = block
+                        block = Int(next[block])
+                        level += 1
                     }
+                }
+                let base = i * words
+                first[base + word] &= clear
+                var any: UInt64 = 0
+                for w in 0..<words { any |= first[base + w] }
+                if any == 0 {
+                    keys[i] = Self.tombstone
+                    live -= 1
+                    dead += 1
                 }
             }
         }

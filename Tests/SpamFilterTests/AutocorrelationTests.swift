@@ -1,6 +1,6 @@
 import BotSupport
 import Testing
-import SpamFilter
+@testable import SpamFilter
 
 @Suite("Repeated-characters measure (autocorrelation)")
 struct AutocorrelationTests {
@@ -17,9 +17,10 @@ struct AutocorrelationTests {
         return nil
     }
 
-    /// `firstReaching` (early exit per shift, mismatch allowance carried from shift to shift) returns
-    /// exactly the model's first reaching shift and value, on random texts over 1–5 letters and on
-    /// crafted periodic texts with a few defects, at thresholds from 0 through 1 and above.
+    /// `firstReaching` (early exit per shift, mismatch allowance carried from shift to shift, or looked up in
+    /// the memoised table; with or without the distinct-bigram skip) returns exactly the model's first
+    /// reaching shift and value, on random texts over 1–5 letters, crafted periodic texts with a few defects
+    /// and chat-like texts, at thresholds from 0 through 1 and above.
     @Test func firstReachingEqualsTheDefinition() {
         var rng = SeededRandom(seed: 77)
         let thresholds = [0.0, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.999, 1.0, 1.1]
@@ -49,6 +50,12 @@ struct AutocorrelationTests {
             let distinct = Set(zip(s, s.dropFirst()).map { UInt64($0.0) << 32 | UInt64($0.1) }).count
             let skipping = Autocorrelation.firstReaching(s, threshold: threshold, distinctBigrams: distinct)
             #expect(skipping?.shift == expected?.shift && skipping?.value == expected?.value, "\(s) at \(threshold), \(distinct) bigrams")
+            // The table-driven search the filter uses (allowances memoised per length), with and without the skip.
+            let allowances = (0..<max(n, 1)).map { Int32(Autocorrelation.allowedMismatches(total: $0, threshold: threshold)) }
+            for bigrams in [0, distinct] {
+                let table = Autocorrelation.firstReaching(s, allowances: allowances, distinctBigrams: bigrams)
+                #expect(table?.shift == expected?.shift && table?.value == expected?.value, "\(s) at \(threshold), table, \(bigrams) bigrams")
+            }
         }
     }
 }
