@@ -188,6 +188,10 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits until some stdout (or, with `stderr: true`, stderr) line satisfies `predicate`; returns it.
+    ///
+    /// Every wait here looks once more after its deadline has passed: on a busy machine (2 cores, CPU-bound
+    /// tests in parallel) a waiting task can go unscheduled for longer than its timeout, and a condition
+    /// that came true meanwhile must not be reported as a timeout.
     @discardableResult
     public func waitForLine(
         stderr: Bool = false,
@@ -196,7 +200,9 @@ public final class ChildProcess: @unchecked Sendable {
         where predicate: (String) -> Bool
     ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
+            // Read before looking, so the last look comes after the deadline.
+            let expired = ContinuousClock.now >= deadline
             let lines = stderr ? stderrLines : stdoutLines
             if let line = lines.first(where: predicate) { return line }
             if let status = reap() {
@@ -204,9 +210,9 @@ public final class ChildProcess: @unchecked Sendable {
                 if let line = (stderr ? stderrLines : stdoutLines).first(where: predicate) { return line }
                 throw Timeout(what: "\(what) (\(name) exited with \(status))", output: transcript)
             }
+            if expired { throw Timeout(what: what, output: transcript) }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw Timeout(what: what, output: transcript)
     }
 
     /// Waits until at least `count` stdout lines satisfy `predicate`; returns them.
@@ -217,12 +223,13 @@ public final class ChildProcess: @unchecked Sendable {
         where predicate: (String) -> Bool
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
+            let expired = ContinuousClock.now >= deadline
             let matching = stdoutLines.filter(predicate)
             if matching.count >= count { return matching }
+            if expired { throw Timeout(what: "\(count) × \(what)", output: transcript) }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw Timeout(what: "\(count) × \(what)", output: transcript)
     }
 
     /// Waits for the process to exit by itself and returns its status (the exit code, or the number of the

@@ -35,7 +35,10 @@ public enum Peers {
 
     public static func waitForPort(_ port: Int, process: ChildProcess) async throws {
         let deadline = ContinuousClock.now + .seconds(90)
-        while ContinuousClock.now < deadline {
+        var expired = false
+        // One more attempt after the deadline: a starved waiter must not miss a port that opened meanwhile.
+        while !expired {
+            expired = ContinuousClock.now >= deadline
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -49,7 +52,7 @@ public enum Peers {
             try await Task.sleep(for: .milliseconds(50))
         }
         struct PortTimeout: Error, CustomStringConvertible { let description: String }
-        throw PortTimeout(description: "port \(port) never opened:\n\(process.transcript)")
+        throw PortTimeout(description: "port \(port) never opened (\(process.name) \(process.isRunning ? "still running" : "exited")):\n\(process.transcript)")
     }
 }
 

@@ -4,6 +4,19 @@ import Testing
 
 @Suite("Child process output capture")
 struct ChildProcessTests {
+    /// A waiter that was not scheduled until after its deadline still looks once: a line (or lines) already
+    /// there is returned, not reported as a timeout (on a busy machine a task can sleep past its deadline).
+    @Test("a wait looks once more after its deadline")
+    func waitLooksAfterTheDeadline() async throws {
+        let child = try ChildProcess("/bin/sh", ["-c", "echo one; echo two"], name: "sh")
+        #expect(try await child.waitForExit() == 0)
+        #expect(try await child.waitForLine(timeout: .zero, "one") { $0 == "one" } == "one")
+        #expect(try await child.waitForLines(count: 2, timeout: .zero, "both") { !$0.isEmpty } == ["one", "two"])
+        await #expect(throws: ChildProcess.Timeout.self) {
+            try await child.waitForLines(count: 3, timeout: .zero, "three lines") { !$0.isEmpty }
+        }
+    }
+
     /// The read handlers run on their own thread and can lag behind the child's exit under load: waiting for
     /// the exit (or for a line from a child that has exited) must also wait for the pipes' end of file.
     @Test("the last lines of a child that exits right after writing them are never lost")

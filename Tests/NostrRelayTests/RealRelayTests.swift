@@ -35,7 +35,9 @@ final class PoolHarness: Sendable {
 
     func wait(_ what: String, timeout: Duration = .seconds(20), until predicate: @Sendable ([RelayPoolEvent]) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        var expired = false
+        while !expired {  // one more look after the deadline (a starved waiter, see ChildProcess.waitForLine)
+            expired = ContinuousClock.now >= deadline
             if reports.withLock({ predicate($0) }) { return }
             try await Task.sleep(for: .milliseconds(20))
         }
