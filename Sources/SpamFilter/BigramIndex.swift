@@ -287,7 +287,12 @@ struct BigramIndex: Sendable {
     }
 
     /// Records that the text in `slot` contains `key` `count` (≥ 1) times. A slot is inserted once per key.
+    /// (The levelled form has one implementation: the whole-text pass, here over one bigram.)
     mutating func insert(slot: Int, count: Int32, for key: UInt64) {
+        if levelled {
+            [(gram: key, count: count)].withUnsafeBufferPointer { insert(slot: slot, bigrams: $0) }
+            return
+        }
         let i: Int
         if let found = position(of: key) {
             i = found
@@ -297,17 +302,11 @@ struct BigramIndex: Sendable {
             while keys[p] != Self.empty && keys[p] != Self.tombstone { p = (p + 1) & mask }
             if keys[p] == Self.tombstone { dead -= 1 }
             keys[p] = key
-            if !levelled {
-                isDense[p] = false
-                firsts[p] = []
-                extras[p] = []
-            }
+            isDense[p] = false
+            firsts[p] = []
+            extras[p] = []
             live += 1
             i = p
-        }
-        if levelled {
-            insertLevelled(slot: slot, count: Int(count), at: i)
-            return
         }
         if isDense[i] {
             firsts[i][slot >> 6] |= UInt64(1) << UInt64(slot & 63)
@@ -409,50 +408,14 @@ struct BigramIndex: Sendable {
         poolFreeCount -= taken
     }
 
-    /// Sets `slot` in levels `0 ..< count` of the key at `i`, taking pool blocks for levels it lacks.
-    private mutating func insertLevelled(slot: Int, count: Int, at i: Int) {
-        let words = Self.rowWords
-        let word = slot >> 6
-        let bit = UInt64(1) << UInt64(slot & 63)
-        firstLevel[i * words + word] |= bit
-        guard count > 1 else { return }
-        var block = upperHead[i]
-        if block < 0 {
-            block = takeBlock()
-            upperHead[i] = block
-        }
-        pool[Int(block) * words + word] |= bit
-        for _ in 2..<count {
-            var next = poolNext[Int(block)]
-            if next < 0 {
-                next = takeBlock()
-                poolNext[Int(block)] = next
-            }
-            block = next
-            pool[Int(block) * words + word] |= bit
-        }
-    }
-
-    /// A zeroed pool block with no next level: a freed one, or a new one at the end of the pool.
-    private mutating func takeBlock() -> Int32 {
-        if poolFree >= 0 {
-            let block = poolFree
-            poolFree = poolNext[Int(block)]
-            poolNext[Int(block)] = -1
-            poolFreeCount -= 1
-            return block
-        }
-        let block = Int32(poolNext.count)
-        pool.append(contentsOf: repeatElement(0, count: Self.rowWords))
-        poolNext.append(-1)
-        return block
-    }
-
     /// Removes `slot` from `key` (no-op when absent); the key goes when no slot holds it.
+    /// (Levelled form: the whole-text pass over this one bigram, with the count the slot holds it.)
     mutating func remove(slot: Int, for key: UInt64) {
         guard let i = position(of: key) else { return }
         if levelled {
-            removeLevelled(slot: slot, at: i)
+            let count = occurrences(at: i, slot: slot)
+            guard count > 0 else { return }
+            [(gram: key, count: Int32(count))].withUnsafeBufferPointer { remove(slot: slot, bigrams: $0) }
             return
         }
         if let e = extras[i].firstIndex(where: { Int($0 >> 32) == slot }) {
@@ -548,47 +511,6 @@ struct BigramIndex: Sendable {
         self.dead = dead
         poolFree = free
         poolFreeCount += freed
-    }
-
-    /// Clears `slot` from every level of the key at `i`. Levels are nested (a slot in level `t` is in
-    /// level `t − 1`: it was inserted into levels `0 ..< count` at once), so the first level left empty
-    /// and every level above it are empty: those blocks go back to the pool, and the key goes with its
-    /// last slot.
-    private mutating func removeLevelled(slot: Int, at i: Int) {
-        let words = Self.rowWords
-        let word = slot >> 6
-        let clear = ~(UInt64(1) << UInt64(slot & 63))
-        var previous: Int32 = -1
-        var block = upperHead[i]
-        while block >= 0 {
-            let base = Int(block) * words
-            pool[base + word] &= clear
-            var any: UInt64 = 0
-            for w in 0..<words { any |= pool[base + w] }
-            if any == 0 {
-                if previous < 0 { upperHead[i] = -1 } else { poolNext[Int(previous)] = -1 }
-                while block >= 0 {
-                    let next = poolNext[Int(block)]
-                    for w in 0..<words { pool[Int(block) * words + w] = 0 }
-                    poolNext[Int(block)] = poolFree
-                    poolFree = block
-                    poolFreeCount += 1
-                    block = next
-                }
-                break
-            }
-            previous = block
-            block = poolNext[Int(block)]
-        }
-        let base = i * words
-        firstLevel[base + word] &= clear
-        var any: UInt64 = 0
-        for w in 0..<words { any |= firstLevel[base + w] }
-        if any == 0 {
-            keys[i] = Self.tombstone
-            live -= 1
-            dead += 1
-        }
     }
 
     private mutating func rebuild(size: Int) {
