@@ -114,7 +114,7 @@ public enum Similarity {
             mask = size - 1
             if slotOf.count < text.count { slotOf = [Int32](repeating: 0, count: text.count) }
             for (i, c) in text.enumerated() {
-                var slot = hash(c)
+                var slot = Self.home(c, mask: mask)
                 while keys[slot] != Self.empty && keys[slot] != c { slot = (slot + 1) & mask }
                 if keys[slot] == Self.empty {
                     keys[slot] = c
@@ -301,18 +301,18 @@ public enum Similarity {
             return Int(t0) + Int(t1) + Int(t2)
         }
 
+        /// Where `c`'s probe path starts in a scalar table of `mask + 1` slots.
         @inline(__always)
-        private func hash(_ c: UInt32) -> Int { Int((c &* 0x9E37_79B1) >> 7) & mask }
+        private static func home(_ c: UInt32, mask: Int) -> Int { Int((c &* 0x9E37_79B1) >> 7) & mask }
 
-
-        /// Slot of `c`, or -1 when the candidate does not contain it.
+        /// Slot of `c` in the scalar table `keys`, or -1 when the loaded text does not contain it.
         @inline(__always)
-        private func find(_ c: UInt32) -> Int {
-            var slot = hash(c)
+        private static func find(_ c: UInt32, in keys: UnsafeBufferPointer<UInt32>, mask: Int) -> Int {
+            var slot = home(c, mask: mask)
             while true {
                 let k = keys[slot]
                 if k == c { return slot }
-                if k == Self.empty { return -1 }
+                if k == empty { return -1 }
                 slot = (slot + 1) & mask
             }
         }
@@ -348,15 +348,7 @@ public enum Similarity {
                                 for idx in 0..<width { diag[idx] = 0 }
                                 b.withUnsafeBufferPointer { b in
                                     for j in 0..<n {
-                                        let c = b[j]
-                                        var slot = Int((c &* 0x9E37_79B1) >> 7) & mask
-                                        var found = -1
-                                        while true {
-                                            let k = keys[slot]
-                                            if k == c { found = slot; break }
-                                            if k == Self.empty { break }
-                                            slot = (slot + 1) & mask
-                                        }
+                                        let found = Self.find(b[j], in: keys, mask: mask)
                                         guard found >= 0 else { continue }
                                         let base = n - 1 - j
                                         let start = Int(starts[found])
