@@ -68,6 +68,9 @@ struct ChildProcessLifecycleTests {
         for i in 0..<60 {
             let child = try ChildProcess("/bin/sh", ["-c", "echo out-\(i); echo err-\(i) >&2; exec sleep 30"], name: "sh")
             _ = try await child.waitForLine("its line") { $0 == "out-\(i)" }
+            // The shell writes its stderr line after the stdout one: stopping before it is written would
+            // test the shell's timing, not the pipes.
+            _ = try await child.waitForLine(stderr: true, "its stderr line") { $0 == "err-\(i)" }
             let started = ContinuousClock.now
             if i % 2 == 0 {
                 child.stop()
