@@ -129,16 +129,11 @@ public struct FilePacketPayload: Sendable, Equatable {
 
     public func encode() -> [UInt8] {
         var out: [UInt8] = []
-        func tlv16(_ type: UInt8, _ value: [UInt8]) {
-            out.append(type)
-            out.appendBigEndian(UInt64(value.count), size: 2)
-            out += value
-        }
-        tlv16(0x01, Array(name.utf8))
+        out.appendTLV16(0x01, Array(name.utf8))
         var sizeBytes: [UInt8] = []
         sizeBytes.appendBigEndian(UInt64(size), size: 4)
-        tlv16(0x02, sizeBytes)
-        tlv16(0x03, Array(mimeType.utf8))
+        out.appendTLV16(0x02, sizeBytes)
+        out.appendTLV16(0x03, Array(mimeType.utf8))
         out.append(0x04)
         out.appendBigEndian(UInt64(content.count), size: 4)
         out += content

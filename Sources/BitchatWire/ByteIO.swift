@@ -59,6 +59,13 @@ extension Array where Element == UInt8 {
     mutating func appendBigEndian(_ value: UInt64, size: Int) {
         for i in (0..<size).reversed() { append(UInt8(truncatingIfNeeded: value >> UInt64(8 * i))) }
     }
+
+    /// A TLV with a 1-byte type and a 2-byte big-endian length (carrier, board, sync and file payloads).
+    mutating func appendTLV16(_ type: UInt8, _ value: [UInt8]) {
+        append(type)
+        appendBigEndian(UInt64(value.count), size: 2)
+        self += value
+    }
 }
 
 /// Strict UTF-8 decoding: nil for invalid input (no replacement characters).

@@ -301,3 +301,25 @@ public enum MessagePadding {
         return Array(frame[..<(frame.count - n)])
     }
 }
+
+extension MeshPacket {
+    /// A stored packet as a gossip-sync reply (BOARD.md §8, §9.4): unchanged except TTL 0 and IS_RSR set;
+    /// the recipient field stays as it was (usually broadcast), since "directed" is a link-layer choice.
+    public var asSyncReply: MeshPacket {
+        var copy = self
+        copy.ttl = 0
+        copy.isRSR = true
+        return copy
+    }
+
+    /// ``asSyncReply`` on an encoded, unpadded frame: byte 2 (TTL) = 0 and flag 0x10 set in byte 11 — the
+    /// other bytes, the sender's compressed body and signature included, are kept exactly. Nil when `frame`
+    /// is shorter than a v1 header.
+    public static func syncReplyFrame(_ frame: [UInt8]) -> [UInt8]? {
+        guard frame.count >= Limits.minimumFrameV1 else { return nil }
+        var out = frame
+        out[2] = 0
+        out[11] |= Flags.isRSR
+        return out
+    }
+}

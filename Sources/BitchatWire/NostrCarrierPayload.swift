@@ -33,7 +33,8 @@ public struct NostrCarrierPayload: Sendable, Equatable {
             self = match
         }
 
-        /// Uplinks (to a gateway/bridge) ride directed, signed packets; downlinks unsigned broadcasts.
+        /// Uplinks (to a gateway/bridge) ride directed, signed packets; downlinks broadcasts (iOS sends them unsigned;
+        /// this bridge signs them too, as Android PR #770 would require).
         public var isUplink: Bool { self == .toGateway || self == .toBridge }
     }
 
@@ -54,14 +55,9 @@ public struct NostrCarrierPayload: Sendable, Equatable {
         }
         var out: [UInt8] = []
         out.reserveCapacity(9 + geohash.utf8.count + eventJSON.count)  // three TLV headers + values: one allocation
-        func tlv(_ type: UInt8, _ value: [UInt8]) {
-            out.append(type)
-            out.appendBigEndian(UInt64(value.count), size: 2)
-            out += value
-        }
-        tlv(0x01, [direction.rawValue])
-        tlv(0x02, Array(geohash.utf8))
-        tlv(0x03, eventJSON)
+        out.appendTLV16(0x01, [direction.rawValue])
+        out.appendTLV16(0x02, Array(geohash.utf8))
+        out.appendTLV16(0x03, eventJSON)
         return out
     }
 

@@ -1,22 +1,30 @@
-/// The REQUEST_SYNC payload (type 0x21), MESH-WIRE §8.1: TLVs with 1-byte type and 2-byte big-endian length.
+/// The REQUEST_SYNC payload (type 0x21), MESH-WIRE §8.1 as corrected by BOARD.md §9.1: TLVs with 1-byte type
+/// and 2-byte big-endian length.
 ///
 /// ```
 /// 01 0001 P (u8, 1…32) | 02 0004 M (u32 > 0) | 03 len GCS data (≤ 1024) |
 /// [04 len sync types, 1–8 bytes LE] | [05 0008 since ms] | [06 len fragment-ID filter, "hex16,hex16,…"] | other: ignored
 /// ```
-/// Decode only: a public bridge may ignore sync requests (§8.4) but must parse them without trapping.
+///
+/// The decoder is iOS `RequestSyncPacket.decode` (BOARD.md §9.1): a P, M, types or since TLV of the wrong
+/// length is ignored (so a missing P or M is ``WireError/missingTLV(_:)``); GCS data over 1 024 bytes rejects
+/// the whole request; a fragment filter over 1 024 bytes or not UTF-8 is ignored; unknown TLVs are skipped;
+/// 1–2 trailing bytes are ignored; finally 1 ≤ P ≤ 32 and M > 0 are required.
 public struct RequestSyncPayload: Sendable, Equatable {
     public enum Limits {
-        /// The iOS decoder's Golomb-Rice parameter range.
+        /// The iOS decoder's Golomb-Rice parameter range (`GCSFilter.maxP` = 32).
         public static let pRange: ClosedRange<UInt8> = 1...32
-        /// Larger GCS data rejects the whole request.
+        /// Larger GCS data rejects the whole request (iOS `maxAcceptBytes`).
         public static let maxDataLength = 1024
-        /// A fragment-ID filter TLV above this is ignored.
+        /// A fragment-ID filter TLV above this is ignored (same cap as the data).
         public static let maxFragmentFilterLength = 1024
-        /// At most this many fragment IDs are kept from the filter.
+        /// Only the first this many comma-separated tokens of the filter are looked at (iOS
+        /// `maxFragmentIdFilterCount`; 60 × 17 − 1 = 1 019 bytes fits the cap).
         public static let maxFragmentIDs = 60
         /// Sync-type bits 0…10 are defined (announce … groupMessage); unknown bits are dropped on decode.
-        public static let knownTypeBits: UInt64 = 0x7FF
+        public static let knownTypeBits: UInt64 = SyncTypes.known.rawValue
+        /// A types TLV is 1…8 bytes; another length is ignored (iOS `SyncTypeFlags.decode` returns nil).
+        public static let typesLengthRange: ClosedRange<Int> = 1...8
     }
 
     public var p: UInt8
@@ -25,6 +33,7 @@ public struct RequestSyncPayload: Sendable, Equatable {
     /// Sync-type bits (bit 0 announce, 1 message, …); nil = absent (announce + message).
     public var types: UInt64?
     public var sinceTimestamp: UInt64?
+    /// The valid fragment stream IDs of TLV 0x06 (empty = absent, as iOS treats a filter with none).
     public var fragmentIDs: [UInt64]
 
     public init(p: UInt8, m: UInt32, data: [UInt8], types: UInt64? = nil, sinceTimestamp: UInt64? = nil, fragmentIDs: [UInt64] = []) {
@@ -36,26 +45,25 @@ public struct RequestSyncPayload: Sendable, Equatable {
         self.fragmentIDs = fragmentIDs
     }
 
+    /// What the request asks for: TLV 0x04, or announce + message when it is absent (BOARD.md §9.4).
+    public var requestedTypes: SyncTypes { types.map { SyncTypes(rawValue: $0) } ?? .publicMessages }
+
     public func encode() -> [UInt8] {
         var out: [UInt8] = []
-        func tlv(_ type: UInt8, _ value: [UInt8]) {
-            out.append(type)
-            out.appendBigEndian(UInt64(value.count), size: 2)
-            out += value
-        }
-        tlv(0x01, [p])
+        out.appendTLV16(0x01, [p])
         var mBytes: [UInt8] = []
         mBytes.appendBigEndian(UInt64(m), size: 4)
-        tlv(0x02, mBytes)
-        tlv(0x03, data)
-        if let types { tlv(0x04, PeerCapabilities(rawValue: types).encoded) }
+        out.appendTLV16(0x02, mBytes)
+        out.appendTLV16(0x03, data)
+        // iOS writes TLV 0x04 whenever the set is non-empty (`SyncTypeFlags.toData` is nil for 0).
+        if let types, types != 0 { out.appendTLV16(0x04, PeerCapabilities(rawValue: types).encoded) }
         if let sinceTimestamp {
             var since: [UInt8] = []
             since.appendBigEndian(sinceTimestamp, size: 8)
-            tlv(0x05, since)
+            out.appendTLV16(0x05, since)
         }
         if !fragmentIDs.isEmpty {
-            tlv(0x06, Array(fragmentIDs.prefix(Limits.maxFragmentIDs).map { MeshPeerID(rawValue: $0).hex }.joined(separator: ",").utf8))
+            out.appendTLV16(0x06, Array(fragmentIDs.prefix(Limits.maxFragmentIDs).map { MeshPeerID(rawValue: $0).hex }.joined(separator: ",").utf8))
         }
         return out
     }
@@ -68,27 +76,23 @@ public struct RequestSyncPayload: Sendable, Equatable {
         var since: UInt64?
         var fragmentIDs: [UInt64] = []
         var reader = ByteReader(bytes)
-        while !reader.isAtEnd {
+        // iOS loops while ≥ 3 bytes remain: 1–2 trailing bytes are ignored.
+        while reader.remaining >= 3 {
             let (type, value) = try reader.tlv(lengthSize: { _ in 2 })
             switch type {
             case 0x01:
-                guard value.count == 1 else { throw .invalidLength(field: .syncP, length: value.count) }
-                guard Limits.pRange.contains(value[0]) else { throw .invalidValue(field: .syncP, value: Int(value[0])) }
-                p = value[0]
+                if value.count == 1 { p = value[0] }
             case 0x02:
-                guard value.count == 4 else { throw .invalidLength(field: .syncM, length: value.count) }
-                let parsed = value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                guard parsed > 0 else { throw .invalidValue(field: .syncM, value: 0) }
-                m = parsed
+                if value.count == 4 { m = value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
             case 0x03:
                 guard value.count <= Limits.maxDataLength else { throw .invalidLength(field: .syncData, length: value.count) }
                 data = value
             case 0x04:
-                guard (1...8).contains(value.count) else { throw .invalidLength(field: .syncTypes, length: value.count) }
-                types = PeerCapabilities(encoded: value).rawValue & Limits.knownTypeBits
+                if Limits.typesLengthRange.contains(value.count) {
+                    types = PeerCapabilities(encoded: value).rawValue & Limits.knownTypeBits
+                }
             case 0x05:
-                guard value.count == 8 else { throw .invalidLength(field: .syncSince, length: value.count) }
-                since = value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                if value.count == 8 { since = value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
             case 0x06:
                 if value.count <= Limits.maxFragmentFilterLength, let text = decodeUTF8(value) {
                     fragmentIDs = parseFragmentFilter(text)
@@ -100,76 +104,61 @@ public struct RequestSyncPayload: Sendable, Equatable {
         guard let p else { throw .missingTLV(0x01) }
         guard let m else { throw .missingTLV(0x02) }
         guard let data else { throw .missingTLV(0x03) }
+        guard Limits.pRange.contains(p) else { throw .invalidValue(field: .syncP, value: Int(p)) }
+        guard m > 0 else { throw .invalidValue(field: .syncM, value: 0) }
         return RequestSyncPayload(p: p, m: m, data: data, types: types, sinceTimestamp: since, fragmentIDs: fragmentIDs)
     }
 
-    /// Comma-separated 16-hex IDs; malformed tokens dropped; at most 60 kept.
+    /// iOS `decodeFragmentIdFilter`: the first 60 comma-separated (non-empty) tokens; each must be 16 hex
+    /// characters, others dropped; duplicates kept once.
     static func parseFragmentFilter(_ text: String) -> [UInt64] {
         var ids: [UInt64] = []
-        for token in text.split(separator: ",", omittingEmptySubsequences: true) where ids.count < Limits.maxFragmentIDs {
-            guard token.utf8.count == 16, let id = try? MeshPeerID(hex: String(token)) else { continue }
-            ids.append(id.rawValue)
+        for token in text.split(separator: ",").prefix(Limits.maxFragmentIDs) {
+            guard token.count == 16, let id = try? MeshPeerID(hex: String(token)) else { continue }
+            if !ids.contains(id.rawValue) { ids.append(id.rawValue) }
         }
         return ids
     }
 }
 
-/// Golomb-Coded Set of REQUEST_SYNC (MESH-WIRE §8.2): sorted mapped values in [1, M), as deltas written as
-/// q = (x − 1) >> P one-bits, a zero bit, then the low P bits of x − 1, MSB first.
-public enum GCSFilter {
-    /// The values in `data`; empty when P ∉ 1…32 or M ≤ 1 (iOS: "holds nothing"). Stops at the end of the
-    /// data or when the running value reaches M. Bounded by the data size (≤ 1 024 bytes in a request).
-    public static func decode(p: Int, m: UInt64, data: [UInt8]) -> [UInt64] {
-        guard (1...32).contains(p), m > 1 else { return [] }
-        var bit = 0
-        let totalBits = data.count * 8
-        func next() -> Int? {
-            guard bit < totalBits else { return nil }
-            defer { bit += 1 }
-            return Int(data[bit >> 3] >> (7 - UInt8(bit & 7)) & 1)
-        }
-        var values: [UInt64] = []
-        var running: UInt64 = 0
-        while true {
-            var q: UInt64 = 0
-            var sawZero = false
-            while let b = next() {
-                if b == 0 {
-                    sawZero = true
-                    break
-                }
-                q += 1
-            }
-            guard sawZero, bit + p <= totalBits else { break }
-            var r: UInt64 = 0
-            for _ in 0..<p { r = r << 1 | UInt64(next() ?? 0) }
-            let (shifted, overflow) = q.multipliedReportingOverflow(by: 1 << UInt64(p))
-            guard !overflow else { break }
-            let (sum, overflow2) = running.addingReportingOverflow(shifted | r &+ 1)
-            guard !overflow2, sum < m else { break }
-            running = sum
-            values.append(running)
-        }
-        return values
+/// The sync-type bitfield of TLV 0x04 (iOS `SyncTypeFlags`, MESH-WIRE §8.1): bit i ↔ one message type.
+/// Courier envelopes, pings, carriers, voice and AnnounceV2 have no bit and never sync.
+public struct SyncTypes: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static let announce = SyncTypes(rawValue: 1 << 0)
+    public static let message = SyncTypes(rawValue: 1 << 1)
+    public static let leave = SyncTypes(rawValue: 1 << 2)
+    public static let noiseHandshake = SyncTypes(rawValue: 1 << 3)
+    public static let noiseEncrypted = SyncTypes(rawValue: 1 << 4)
+    public static let fragment = SyncTypes(rawValue: 1 << 5)
+    public static let requestSync = SyncTypes(rawValue: 1 << 6)
+    public static let fileTransfer = SyncTypes(rawValue: 1 << 7)
+    public static let board = SyncTypes(rawValue: 1 << 8)
+    public static let prekeyBundle = SyncTypes(rawValue: 1 << 9)
+    public static let groupMessage = SyncTypes(rawValue: 1 << 10)
+
+    /// Every defined bit.
+    public static let known = SyncTypes(rawValue: 0x7FF)
+    /// What an absent TLV 0x04 means: announce + message (`03`).
+    public static let publicMessages: SyncTypes = [.announce, .message]
+    /// iOS's initial union 1 s after a new direct peer: `a3 07` (BOARD.md §8, S3).
+    public static let iOSInitialUnion: SyncTypes = [.announce, .message, .fragment, .fileTransfer, .groupMessage, .prekeyBundle, .board]
+
+    /// The bit for a packet type, or nil for types that never sync.
+    public init?(type: MessageType) {
+        let bits: [UInt8: Int] = [0x01: 0, 0x02: 1, 0x03: 2, 0x10: 3, 0x11: 4, 0x20: 5, 0x21: 6, 0x22: 7, 0x23: 8, 0x24: 9, 0x25: 10]
+        guard let bit = bits[type.rawValue] else { return nil }
+        self.init(rawValue: 1 << UInt64(bit))
     }
 
-    /// Encodes sorted, distinct values in [1, M) (the inverse of ``decode(p:m:data:)``).
-    public static func encode(p: Int, values: [UInt64]) -> [UInt8] {
-        var out: [UInt8] = []
-        var bitCount = 0
-        func put(_ b: Int) {
-            if bitCount % 8 == 0 { out.append(0) }
-            if b != 0 { out[out.count - 1] |= 0x80 >> UInt8(bitCount % 8) }
-            bitCount += 1
-        }
-        var previous: UInt64 = 0
-        for value in values.sorted() where value > previous {
-            let x = value - previous - 1
-            for _ in 0..<(x >> UInt64(p)) { put(1) }
-            put(0)
-            for i in (0..<p).reversed() { put(Int(x >> UInt64(i) & 1)) }
-            previous = value
-        }
-        return out
+    /// Whether `type` has a bit and it is set.
+    public func contains(type: MessageType) -> Bool {
+        guard let bit = SyncTypes(type: type) else { return false }
+        return contains(bit)
     }
+
+    /// The TLV 0x04 value: little-endian, trailing zero bytes trimmed (nil for the empty set, which iOS never writes).
+    public var encoded: [UInt8]? { rawValue == 0 ? nil : PeerCapabilities(rawValue: rawValue).encoded }
 }

@@ -42,6 +42,8 @@ public enum WireError: Error, Equatable, Hashable, Sendable, CustomStringConvert
         case nickname, noisePublicKey, signingPublicKey, geohash, eventJSON, direction
         case fragmentHeader, fragmentIndex, fragmentTotal
         case syncP, syncM, syncData, syncTypes, syncSince
+        case boardKind, postID, boardGeohash, content, authorKey, authorNickname, createdAt, expiresAt, boardFlags
+        case boardSignature, deletedAt, lifetime
         case text
     }
 

@@ -1,3 +1,4 @@
+public import BotSupport
 public import Mesh
 public import BitchatWire
 import BotCrypto
@@ -67,7 +68,7 @@ public struct BlueZLinkTable: Sendable {
         public static let maxRememberedDevices = 512
     }
 
-    public enum Role: String, Sendable, Equatable {
+    public enum Role: String, Sendable, Equatable, CounterKey {
         /// We are the GATT client (we connected to the device).
         case central
         /// The device is a GATT client of our application.
@@ -86,18 +87,44 @@ public struct BlueZLinkTable: Sendable {
         var badFrames: [UInt64] = []
     }
 
+    /// Why a link is dropped and its device blacklisted.
+    public enum Misbehaviour: String, Sendable, Equatable, CounterKey {
+        /// More than ``Configuration/badFrameLimit`` malformed or invalid-announce frames in a window.
+        case tooManyBadFrames = "too_many_bad_frames"
+        /// No valid announce within ``Configuration/announceDeadlineMs``.
+        case noAnnounce = "no_announce"
+    }
+
     public enum Inbound: Sendable, Equatable {
         /// Pass the frame to the mesh; then send `flush` (frames held for this link), if any.
         case deliver(flush: [[UInt8]])
-        case drop(reason: String)
+        case drop(reason: MeshInboundDrop)
         /// The link misbehaved: disconnect it (the device is blacklisted).
-        case dropLink(reason: String)
+        case dropLink(reason: Misbehaviour)
     }
 
     public enum Outbound: Sendable, Equatable {
         case send
         case held
-        case drop(reason: String)
+        case drop(reason: MeshOutboundDrop)
+    }
+
+    /// What the table counts (the transport's per-link drop counters are in its ``MeshInbound``).
+    public struct Counters: Sendable, Equatable {
+        public var linksUp = Tally<Role>()
+        public var linksDown = Tally<Role>()
+        /// Link-ups refused because the device is blacklisted.
+        public var refusedBlacklisted = 0
+        /// Links whose first valid announce arrived (the gate opened).
+        public var announced = 0
+        public var delivered = 0
+        public var inboundDrops = Tally<MeshInboundDrop>()
+        public var outboundDrops = Tally<MeshOutboundDrop>()
+        /// Outbound frames held until the link's announce.
+        public var held = 0
+        public var misbehaved = Tally<Misbehaviour>()
+        public var connectAttempts = 0
+        public var connectFailures = 0
     }
 
     private struct DeviceRecord: Sendable {
@@ -114,7 +141,7 @@ public struct BlueZLinkTable: Sendable {
     /// Central-role devices between Connect and link-up (they count toward the budget).
     public private(set) var connecting: Set<String> = []
     private var lastConnectAt: UInt64?
-    public private(set) var counters: [String: Int] = [:]
+    public private(set) var counters = Counters()
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -137,7 +164,7 @@ public struct BlueZLinkTable: Sendable {
     public mutating func linkUp(role: Role, device: String, mtu: Int, now: UInt64) -> MeshLinkID? {
         if role == .central { connecting.remove(device) }
         guard !isBlacklisted(device, now: now) else {
-            count("link.refused.blacklisted")
+            counters.refusedBlacklisted += 1
             return nil
         }
         guard link(role: role, device: device) == nil else { return nil }
@@ -145,14 +172,14 @@ public struct BlueZLinkTable: Sendable {
         nextLink += 1
         links[id] = Link(id: id, role: role, device: device, mtu: mtu, upAt: now)
         if role == .central { touch(device, now: now) { $0.failures = 0 } }
-        count("link.up.\(role.rawValue)")
+        counters.linksUp.add(role)
         return id
     }
 
     @discardableResult
     public mutating func linkDown(_ id: MeshLinkID) -> Link? {
         guard let link = links.removeValue(forKey: id) else { return nil }
-        count("link.down.\(link.role.rawValue)")
+        counters.linksDown.add(link.role)
         return link
     }
 
@@ -163,7 +190,10 @@ public struct BlueZLinkTable: Sendable {
 
     /// Decides what happens to a frame that arrived on `id`.
     public mutating func inbound(_ frame: [UInt8], on id: MeshLinkID, now: UInt64) -> Inbound {
-        guard var link = links[id] else { return .drop(reason: "unknownLink") }
+        guard var link = links[id] else {
+            counters.inboundDrops.add(.unknownLink)
+            return .drop(reason: .unknownLink)
+        }
         let kind = LinkFrameKind.classify(frame)
         var result: Inbound
         switch kind {
@@ -172,25 +202,25 @@ public struct BlueZLinkTable: Sendable {
             if link.announcedPeer == nil {
                 flush = link.held
                 link.held = []
-                count("link.announced")
+                counters.announced += 1
             }
             link.announcedPeer = link.announcedPeer ?? peer
             result = .deliver(flush: flush)
         case .other:
-            result = link.announcedPeer == nil ? .drop(reason: "beforeAnnounce") : .deliver(flush: [])
+            result = link.announcedPeer == nil ? .drop(reason: .beforeAnnounce) : .deliver(flush: [])
         case .invalidAnnounce, .malformed:
             link.badFrames = link.badFrames.filter { $0 + configuration.badFrameWindowMs > now }
             link.badFrames.append(now)
-            result = .drop(reason: kind == .malformed ? "malformed" : "invalidAnnounce")
+            result = .drop(reason: kind == .malformed ? .malformed : .invalidAnnounce)
             if link.badFrames.count > configuration.badFrameLimit {
-                result = .dropLink(reason: "tooManyBadFrames")
+                result = .dropLink(reason: .tooManyBadFrames)
             }
         }
         links[id] = link
         switch result {
-        case .drop(let reason): count("rx.drop.\(reason)")
+        case .drop(let reason): counters.inboundDrops.add(reason)
         case .dropLink(let reason): misbehaved(link, reason: reason, now: now)
-        case .deliver: count("rx.deliver")
+        case .deliver: counters.delivered += 1
         }
         return result
     }
@@ -198,22 +228,22 @@ public struct BlueZLinkTable: Sendable {
     /// Decides whether a frame from the mesh may go out on `id` now.
     public mutating func outbound(_ frame: [UInt8], on id: MeshLinkID) -> Outbound {
         guard var link = links[id] else {
-            count("tx.drop.unknownLink")
-            return .drop(reason: "unknownLink")
+            counters.outboundDrops.add(.linkDown)
+            return .drop(reason: .linkDown)
         }
         guard frame.count <= link.mtu else {
-            count("tx.drop.overMTU")
-            return .drop(reason: "overMTU")
+            counters.outboundDrops.add(.tooLarge)
+            return .drop(reason: .tooLarge)
         }
         if link.announcedPeer != nil { return .send }
         if let packet = try? MeshPacket.decode(frame), packet.type == .announce { return .send }
         guard link.held.count < Limits.maxHeldFrames else {
-            count("tx.drop.heldFull")
-            return .drop(reason: "heldFull")
+            counters.outboundDrops.add(.heldFull)
+            return .drop(reason: .heldFull)
         }
         link.held.append(frame)
         links[id] = link
-        count("tx.held")
+        counters.held += 1
         return .held
     }
 
@@ -221,12 +251,12 @@ public struct BlueZLinkTable: Sendable {
     public mutating func expired(now: UInt64) -> [Link] {
         let late = links.values.filter { $0.announcedPeer == nil && now >= $0.upAt + configuration.announceDeadlineMs }
             .sorted { $0.id < $1.id }
-        for link in late { misbehaved(link, reason: "noAnnounce", now: now) }
+        for link in late { misbehaved(link, reason: .noAnnounce, now: now) }
         return late
     }
 
-    private mutating func misbehaved(_ link: Link, reason: String, now: UInt64) {
-        count("link.misbehaved.\(reason)")
+    private mutating func misbehaved(_ link: Link, reason: Misbehaviour, now: UInt64) {
+        counters.misbehaved.add(reason)
         let until = now + configuration.blacklistMs
         touch(link.device, now: now) { $0.blacklistedUntil = until }
     }
@@ -247,13 +277,13 @@ public struct BlueZLinkTable: Sendable {
         connecting.insert(device)
         lastConnectAt = now
         touch(device, now: now) { _ in }
-        count("connect.attempt")
+        counters.connectAttempts += 1
     }
 
     /// A Connect (or the service resolution/subscription after it) failed: back off.
     public mutating func connectFailed(_ device: String, now: UInt64) {
         connecting.remove(device)
-        count("connect.failed")
+        counters.connectFailures += 1
         let base = configuration.backoffBaseMs
         let cap = configuration.backoffMaxMs
         touch(device, now: now) { record in
@@ -293,5 +323,4 @@ public struct BlueZLinkTable: Sendable {
         }
     }
 
-    private mutating func count(_ name: String) { counters[name, default: 0] += 1 }
 }

@@ -1,5 +1,6 @@
 public import Mesh
 public import BotSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,9 +33,13 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
 /// adapter, both feeding one ``BlueZLinkTable``.
 ///
 /// Threading: one owner thread owns the sd-bus connection and all state; it polls the bus descriptor and
-/// an eventfd. ``send(_:on:)`` and ``close()`` only enqueue under a mutex and write the eventfd.
-/// BlueZ registration calls are asynchronous (RegisterApplication calls back into GetManagedObjects before
-/// it replies, SWIFT-LINUX §7).
+/// an eventfd. ``send(_:on:)`` and ``close()`` only enqueue under a mutex and write the eventfd; ``status``
+/// reads a value the owner publishes under a mutex. BlueZ registration calls are asynchronous
+/// (RegisterApplication calls back into GetManagedObjects before it replies, SWIFT-LINUX §7).
+///
+/// The code is split by seam: this file (start-up, the loop, status), `BlueZTransport+Setup.swift`
+/// (registration, bluetoothd restarts, adapter power), `BlueZTransport+Links.swift` (both GATT roles'
+/// frames and the central connect sequence, whose decisions are the pure ``CentralConnector``).
 ///
 /// Decisions (spec silent or BlueZ-imposed), written down:
 /// - Peripheral links are keyed by the central's device path from `WriteValue`'s `device` option; a
@@ -43,8 +48,10 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
 ///   the D-Bus API), so a frame sent on several peripheral links in one batch is notified once, and other
 ///   subscribed centrals also receive it (their dedup drops it).
 /// - Start-up waits for registration (max ``Limits/setupTimeoutMs``) so permission and adapter errors
-///   surface as a ``BlueZError``; after a `bluetoothd` restart the same setup runs again from the loop,
-///   retried every ``Limits/resetupRetryMs`` until the adapter is back.
+///   surface as a ``BlueZError``; after a `bluetoothd` restart, or our adapter powered off and on again or
+///   removed and re-added, the same setup runs again from the loop, retried every ``Limits/resetupRetryMs``
+///   until it succeeds. ``status`` is down meanwhile. We never power an adapter the operator switched off;
+///   only at start-up, and after bluetoothd restarted (once its AutoEnable had its chance), do we power it.
 public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     public struct Options: Sendable {
         /// `hciN`; nil: the first powered adapter (else the first one, powered on).
@@ -60,15 +67,13 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     }
 
     public enum Limits {
-        /// Inbound events buffered for the consumer.
-        public static let eventBuffer = 4_096
         /// Registration and adapter setup at start-up must finish within this.
         public static let setupTimeoutMs: UInt64 = 20_000
         /// Device1.Connect timeout (iOS: 8 s; emulated radios are slower).
         public static let connectTimeoutMs: UInt64 = 15_000
         /// From Connect's reply to a subscribed characteristic.
         public static let resolveTimeoutMs: UInt64 = 20_000
-        /// Re-setup attempts after bluetoothd came back.
+        /// Re-setup attempts after bluetoothd or the adapter came back.
         public static let resetupRetryMs: UInt64 = 1_000
         /// Rounds we leave powering to bluetoothd after it restarted (its AutoEnable) before doing it ourselves.
         public static let autoPowerWaitRounds = 5
@@ -81,40 +86,44 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         public static let unregisterTimeoutMs: UInt64 = 1_000
     }
 
-    private enum Phase { case connecting, resolving(deadline: UInt64), subscribing }
-
-    public let events: AsyncStream<MeshTransportEvent>
-    private let continuation: AsyncStream<MeshTransportEvent>.Continuation
-    private let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
-    private let logger: Logger
+    public let events = MeshInbound()
+    let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
+    let logger: Logger
     public let adapterName: String
+    private let published = Mutex<(isUp: Bool, detail: String)>((false, "starting"))
 
-    // Owner-thread state.
-    private let options: Options
-    private let bus: SDBusConnection
-    private var adapterPath: String
-    private let tree: GattObjectTree
-    private var exported: [ExportedInterface] = []
-    private var characteristic: ExportedInterface?
-    private var table: BlueZLinkTable
-    private var notifying = false
-    private var devices: [String: [String: DBusValue]] = [:]
+    // Owner-thread state (the extensions in the other files use it too).
+    let options: Options
+    let bus: SDBusConnection
+    var adapterPath: String
+    let tree: GattObjectTree
+    var exported: [ExportedInterface] = []
+    var characteristic: ExportedInterface?
+    var table: BlueZLinkTable
+    var notifying = false
+    var devices: [String: [String: DBusValue]] = [:]
     /// Connect candidates and discovery stop/resume around connects (see `CentralDiscovery`).
-    private var discovery: CentralDiscovery
-    private var attempts: [String: Phase] = [:]
-    private var centralCharacteristic: [String: MeshLinkID] = [:]
-    private var linkCharacteristic: [MeshLinkID: String] = [:]
-    private var setupState: SetupState = .idle
-    private var bluezPresent = true
-    private var nextSetupAt: UInt64 = 0
-    private var statsDropped = 0
+    var discovery: CentralDiscovery
+    /// The central role's connect attempts (see `CentralConnector`).
+    var connector: CentralConnector
+    var centralCharacteristic: [String: MeshLinkID] = [:]
+    var linkCharacteristic: [MeshLinkID: String] = [:]
+    var setupState: SetupState = .idle
+    var bluezPresent = true
+    /// Our adapter's object exists and is powered (PropertiesChanged / InterfacesAdded/Removed on it).
+    var adapterPresent = true
+    var adapterPowered = true
+    var nextSetupAt: UInt64 = 0
     /// Setup attempts since bluetoothd came back; it powers adapters itself (AutoEnable), so we wait a few
     /// rounds before powering on ourselves (an early Set(Powered) races it and fails with Busy).
-    private var resetupAttempts = 0
+    var resetupAttempts = 0
     /// True once the owner thread runs (start-up errors are thrown, not logged).
-    private var running = false
+    var running = false
+    var closed = false
 
-    private enum SetupState: Equatable { case idle, running, done, failed(BlueZError) }
+    /// `pending`: a setup is due at `nextSetupAt` (bluetoothd or the adapter came back); `failed`: the last
+    /// one failed and is retried at `nextSetupAt`.
+    enum SetupState: Equatable { case idle, pending, running, done, failed(BlueZError) }
 
     /// Opens the system bus, finds and powers the adapter, exports and registers the GATT application and
     /// advertisement, starts discovery, then hands the bus to the owner thread.
@@ -161,11 +170,10 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         self.logger = logger
         self.table = BlueZLinkTable(configuration: options.links)
         self.discovery = CentralDiscovery(adapterPath: adapter, serviceUUID: options.serviceUUID)
+        self.connector = CentralConnector(resolveTimeoutMs: Limits.resolveTimeoutMs, serviceUUID: options.serviceUUID)
         self.tree = GattObjectTree(root: options.objectRoot + "/" + (adapter.split(separator: "/").last.map(String.init) ?? "hci"),
                                    serviceUUID: options.serviceUUID)
-        (events, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(Limits.eventBuffer))
     }
-
 
     /// The BlueZ adapters in a GetManagedObjects answer, sorted (`/org/bluez/hci0`, …) with their Powered flag.
     static func adapters(_ objects: [String: [String: [String: DBusValue]]]) -> [(path: String, powered: Bool)] {
@@ -210,8 +218,33 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         inbox.requestClose()
     }
 
-    private func emit(_ event: MeshTransportEvent) {
-        if case .dropped = continuation.yield(event) { statsDropped += 1 }
+    public var status: MeshTransportStatus {
+        let (isUp, detail) = published.withLock { $0 }
+        return MeshTransportStatus(isUp: isUp, detail: detail, linksUp: events.linksUp, counters: events.counters)
+    }
+
+    /// Rebuilds the published status from the owner's state (owner thread; once per loop turn).
+    func publishStatus() {
+        let state: (Bool, String)
+        if closed {
+            state = (false, "closed")
+        } else if !bluezPresent {
+            state = (false, "bluetoothd is not running; waiting for it to return")
+        } else if !adapterPresent {
+            state = (false, "adapter \(adapterName) is gone; waiting for it to return")
+        } else if !adapterPowered {
+            state = (false, "adapter \(adapterName) is powered off")
+        } else {
+            switch setupState {
+            case .idle: state = (false, "not registered with BlueZ")
+            case .pending, .running: state = (false, "registering with BlueZ on \(adapterName)")
+            case .failed(let error): state = (false, "\(error); retrying")
+            case .done:
+                let central = table.centralLinkCount
+                state = (true, "BlueZ ready on \(adapterName): \(central) central, \(table.links.count - central) peripheral link(s)")
+            }
+        }
+        published.withLock { $0 = state }
     }
 
     // MARK: Start-up (caller's thread, before the owner thread exists)
@@ -233,162 +266,16 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             _ = poll(&fds, 1, 100)
         }
         if case .failed(let error) = setupState { throw error }
-    }
-
-    private func subscribeSignals() throws(DBusError) {
-        try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.objectManager, member: "InterfacesAdded") { [unowned self] _, _, args in
-            guard let path = args.first?.stringValue, path.hasPrefix("/org/bluez/"), let ifaces = args.dropFirst().first?.dictionary else { return }
-            if let device = ifaces[BlueZNames.device]?.dictionary {
-                deviceChanged(path, device, replace: true)
-                discovery.deviceSignal(path, device)
-            }
-        }
-        try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.objectManager, member: "InterfacesRemoved") { [unowned self] _, _, args in
-            guard let path = args.first?.stringValue, path.hasPrefix("/org/bluez/"),
-                args.dropFirst().first?.stringArray?.contains(BlueZNames.device) == true
-            else { return }
-            devices[path] = nil
-            discovery.deviceRemoved(path)
-            deviceGone(path, reason: "removed")
-        }
-        try bus.matchSignal(sender: nil, path: nil, interface: BlueZNames.properties, member: "PropertiesChanged") { [unowned self] path, _, args in
-            guard path.hasPrefix("/org/bluez/"), let iface = args.first?.stringValue, let changed = args.dropFirst().first?.dictionary else { return }
-            if iface == BlueZNames.device {
-                deviceChanged(path, changed, replace: false)
-                discovery.deviceSignal(path, changed)
-            } else if iface == BlueZNames.gattCharacteristic, let value = changed["Value"]?.bytesValue, let link = centralCharacteristic[path] {
-                receive(value, on: link)
-            }
-        }
-        try bus.matchSignal(sender: BlueZNames.dbus, path: "/org/freedesktop/DBus", interface: BlueZNames.dbus, member: "NameOwnerChanged") {
-            [unowned self] _, _, args in
-            guard args.count == 3, args[0].stringValue == BlueZNames.service else { return }
-            bluezOwnerChanged(newOwner: args[2].stringValue ?? "")
-        }
-    }
-
-    private func exportObjects() throws(DBusError) {
-        try bus.addObjectManager(at: tree.root)
-        guard options.peripheral else { return }
-        for object in tree.objects + [tree.advertisement] {
-            let iface = ExportedInterface(path: object.path, name: object.interface, properties: object.properties.map { ($0.name, $0.value) }) {
-                [unowned self] member, arguments in handleMethod(object.interface, member, arguments)
-            }
-            try bus.export(iface, methods: object.methods.map { ($0.name, $0.input, $0.output) }, emitting: object.emitting)
-            exported.append(iface)
-            if object.interface == BlueZNames.gattCharacteristic { characteristic = iface }
-        }
-    }
-
-    /// Adapter lookup → power → RegisterApplication + RegisterAdvertisement → discovery. All asynchronous.
-    private func runSetup() {
-        setupState = .running
-        bus.callAsync(BlueZNames.service, "/", BlueZNames.objectManager, "GetManagedObjects", timeoutMs: 10_000) { [unowned self] result in
-            switch result {
-            case .failure(let error):
-                setupFailed(error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .setupFailed("GetManagedObjects: \(error)"))
-            case .success(let reply):
-                let objects = Self.managedObjects(reply)
-                guard let adapter = objects[adapterPath]?[BlueZNames.adapter] else {
-                    setupFailed(.adapterNotFound(adapterName, available: Self.adapters(objects).map { String($0.path.split(separator: "/").last ?? "") }))
-                    return
-                }
-                for (path, ifaces) in objects where path.hasPrefix(adapterPath + "/") {
-                    if let device = ifaces[BlueZNames.device] { devices[path] = device }
-                }
-                if adapter["Powered"]?.boolValue == true {
-                    register()
-                } else if (1...Limits.autoPowerWaitRounds).contains(resetupAttempts) {
-                    setupFailed(.setupFailed("\(adapterName) is not powered yet"))
-                } else {
-                    bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.properties, "Set",
-                                  [.string(BlueZNames.adapter), .string("Powered"), .variant(.bool(true))], timeoutMs: 10_000) { [unowned self] result in
-                        if case .failure(let error) = result {
-                            setupFailed(error.name == DBusError.accessDenied
-                                ? .permissionDenied("cannot power on \(adapterName): \(error.message)")
-                                : .setupFailed("cannot power on \(adapterName): \(error)"))
-                        } else {
-                            register()
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    private func register() {
-        var pending = options.peripheral ? 2 : 0
-        let finish: () -> Void = { [unowned self] in
-            guard setupState == .running else { return }
-            setupState = .done
-            resetupAttempts = 0
-            logger.notice("BlueZ ready", [("adapter", .string(adapterName)), ("peripheral", .bool(options.peripheral)), ("central", .bool(options.central))])
-            startDiscovery()
-        }
-        guard pending > 0 else {
-            finish()
-            return
-        }
-        let step: (String, Result<[DBusValue], DBusError>) -> Void = { [unowned self] what, result in
-            // AlreadyExists: this path is registered already (e.g. a re-setup racing a previous one): fine.
-            if case .failure(let error) = result, error.name != BlueZNames.errorAlreadyExists {
-                if error.name == DBusError.accessDenied {
-                    setupFailed(.permissionDenied("\(what): \(error.message)"))
-                } else {
-                    setupFailed(.setupFailed("\(what): \(error)"))
-                }
-                return
-            }
-            pending -= 1
-            if pending == 0 { finish() }
-        }
-        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.gattManager, "RegisterApplication",
-                      [.objectPath(tree.root), .properties([])]) { step("RegisterApplication", $0) }
-        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.advertisingManager, "RegisterAdvertisement",
-                      [.objectPath(tree.advertisementPath), .properties([])]) { step("RegisterAdvertisement", $0) }
-    }
-
-    /// Unregister + register the advertisement: with BlueZ 5.66 and emulated controllers advertising was
-    /// sometimes not resumed after a central disconnected (bletestbed README), leaving us unfindable.
-    private func readvertise() {
-        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.advertisingManager, "UnregisterAdvertisement",
-                      [.objectPath(tree.advertisementPath)]) { [unowned self] _ in
-            bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.advertisingManager, "RegisterAdvertisement",
-                          [.objectPath(tree.advertisementPath), .properties([])]) { [unowned self] result in
-                if case .failure(let error) = result {
-                    logger.warning("re-advertising failed", [("error", .string(error.description))])
-                }
-            }
-        }
-    }
-
-    private func setupFailed(_ error: BlueZError) {
-        guard setupState == .running else { return }
-        setupState = .failed(error)
-        // At start-up the error is thrown to the caller (one message); later it is retried and logged.
-        if running { logger.warning("BlueZ setup failed; retrying", [("error", .string(error.description))]) }
-        nextSetupAt = Self.nowMs() + Limits.resetupRetryMs
-    }
-
-    private func startDiscovery() {
-        guard options.central else { return }
-        let filter = DBusValue.properties([("UUIDs", .strings([options.serviceUUID])), ("Transport", .string("le"))])
-        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "SetDiscoveryFilter", [filter]) { [unowned self] result in
-            if case .failure(let error) = result { logger.warning("SetDiscoveryFilter failed", [("error", .string(error.description))]) }
-            bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StartDiscovery") { [unowned self] result in
-                if case .failure(let error) = result, error.name != BlueZNames.errorInProgress {
-                    logger.warning("StartDiscovery failed", [("error", .string(error.description))])
-                } else if discovery.startSucceeded(attemptsPending: !attempts.isEmpty) == .stopDiscovery {
-                    bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { _ in }
-                }
-            }
-        }
+        publishStatus()
     }
 
     // MARK: Owner thread
 
     private func startThread() {
-        if !OwnerThread.detach({ self.loop() }) { continuation.finish() }
+        if !OwnerThread.detach({ self.loop() }) {
+            published.withLock { $0 = (false, "could not start the BlueZ thread") }
+            events.finish()
+        }
     }
 
     private func loop() {
@@ -396,7 +283,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
         var lastTick: UInt64 = 0
         while true {
             guard bus.processAll() else {
-                logger.error("D-Bus connection lost")
+                logger.error("D-Bus connection lost; the BLE transport stops")
                 break
             }
             let (frames, closing) = inbox.take()
@@ -411,6 +298,7 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
                 tick(now: now)
             }
             _ = bus.processAll()
+            publishStatus()
             var fds = [pollfd(fd: inbox.wake.readFD, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
             var timeout = Limits.tickMs
             if let usec = bus.timeoutUsec { timeout = min(timeout, Int32(min(usec / 1_000, UInt64(Limits.tickMs)))) }
@@ -418,299 +306,31 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
             if fds[0].revents != 0 { inbox.wake.drain() }
         }
         bus.flush()
-        for link in table.reset() { emit(.linkDown(link.id)) }
+        for link in table.reset() { events.linkDown(link.id) }
+        closed = true
+        publishStatus()
         inbox.ownerFinished()
-        continuation.finish()
-    }
-
-    /// Graceful close: withdraw the advertisement and the GATT application and stop our discovery, so
-    /// phones stop seeing a bridge that is going away and bluetoothd holds nothing of ours. Asynchronous calls
-    /// (BlueZ may call back into our exported objects while it answers), pumped here for at most
-    /// ``Limits/unregisterTimeoutMs``. Skipped when bluetoothd is gone or we never finished registering.
-    private func unregister() {
-        guard bluezPresent, setupState == .done else { return }
-        var pending: [String] = []
-        func call(_ interface: String, _ member: String, _ arguments: [DBusValue]) {
-            pending.append(member)
-            bus.callAsync(BlueZNames.service, adapterPath, interface, member, arguments,
-                          timeoutMs: Limits.unregisterTimeoutMs) { [unowned self] result in
-                if case .failure(let error) = result {
-                    logger.warning("\(member) failed", [("error", .string(error.description))])
-                }
-                pending.removeAll { $0 == member }
-            }
-        }
-        if options.peripheral {
-            call(BlueZNames.advertisingManager, "UnregisterAdvertisement", [.objectPath(tree.advertisementPath)])
-            call(BlueZNames.gattManager, "UnregisterApplication", [.objectPath(tree.root)])
-        }
-        if discovery.discovering { call(BlueZNames.adapter, "StopDiscovery", []) }
-        let deadline = Self.nowMs() + Limits.unregisterTimeoutMs
-        while !pending.isEmpty, Self.nowMs() < deadline {
-            guard bus.processAll() else { break }
-            var fds = [pollfd(fd: bus.fd, events: bus.pollEvents, revents: 0)]
-            guard poll(&fds, 1, 50) >= 0 || errno == EINTR else { break }
-        }
-        logger.notice(pending.isEmpty ? "unregistered from BlueZ" : "BlueZ did not confirm the unregistration in time",
-                      [("adapter", .string(adapterName)), ("pending", .array(pending.map { .string($0) }))])
+        events.finish()
     }
 
     private func tick(now: UInt64) {
-        if !bluezPresent { return }
-        if case .failed = setupState, now >= nextSetupAt {
+        if !bluezPresent || !adapterPresent || !adapterPowered { return }
+        switch setupState {
+        case .pending, .failed:
+            guard now >= nextSetupAt else { return }
             if resetupAttempts > 0 { resetupAttempts += 1 }
             runSetup()
             return
+        case .idle, .running:
+            return
+        case .done:
+            break
         }
-        guard setupState == .done else { return }
         for link in table.expired(now: now) { dropLink(link, reason: "no valid announce") }
-        for (device, phase) in attempts {
-            if case .resolving(let deadline) = phase {
-                if now >= deadline {
-                    failAttempt(device, "services not resolved in time")
-                } else {
-                    checkResolved(device)
-                }
-            }
-        }
+        perform(connector.tick(now: now))
         guard options.central else { return }
         for device in discovery.candidates(devices) where table.shouldConnect(device, now: now) {
             connect(device, now: now)
-        }
-    }
-
-    // MARK: Outbound
-
-    private func transmit(_ frames: [(MeshLinkID, [UInt8])]) {
-        var notified: Set<[UInt8]> = []
-        for (link, frame) in frames {
-            switch table.outbound(frame, on: link) {
-            case .send: write(frame, on: link, notified: &notified)
-            case .held, .drop: break
-            }
-        }
-    }
-
-    private func write(_ frame: [UInt8], on link: MeshLinkID, notified: inout Set<[UInt8]>) {
-        guard let info = table.links[link] else { return }
-        switch info.role {
-        case .central:
-            guard let path = linkCharacteristic[link] else { return }
-            bus.callAsync(BlueZNames.service, path, BlueZNames.gattCharacteristic, "WriteValue",
-                          [.bytes(frame), .properties([("type", .string("command"))])], timeoutMs: 5_000) { [unowned self] result in
-                if case .failure(let error) = result {
-                    logger.debug("write failed", [("link", .string(link.description)), ("error", .string(error.description))])
-                }
-            }
-        case .peripheral:
-            guard notifying, let characteristic, notified.insert(frame).inserted else { return }
-            characteristic.set("Value", .bytes(frame))
-            bus.emitPropertiesChanged(characteristic, ["Value"])
-        }
-    }
-
-    // MARK: Inbound
-
-    private func receive(_ frame: [UInt8], on link: MeshLinkID) {
-        switch table.inbound(frame, on: link, now: Self.nowMs()) {
-        case .deliver(let flush):
-            emit(.frame(link, frame))
-            var notified: Set<[UInt8]> = []
-            for held in flush where table.outbound(held, on: link) == .send { write(held, on: link, notified: &notified) }
-        case .drop:
-            break
-        case .dropLink(let reason):
-            if let info = table.links[link] { dropLink(info, reason: reason) }
-        }
-    }
-
-    private func handleMethod(_ interface: String, _ member: String, _ arguments: [DBusValue]) -> Result<[DBusValue], DBusError> {
-        switch (interface, member) {
-        case (BlueZNames.gattCharacteristic, "ReadValue"):
-            // Reads carry nothing useful (MESH-WIRE §10.1).
-            return .success([.bytes([])])
-        case (BlueZNames.gattCharacteristic, "WriteValue"):
-            guard let value = arguments.first?.bytesValue else {
-                return .failure(DBusError(name: BlueZNames.errorInvalidArguments, message: "value"))
-            }
-            let options = arguments.dropFirst().first?.dictionary ?? [:]
-            let device = options["device"]?.stringValue ?? adapterPath + "/unknown-central"
-            let valueLength = options["mtu"]?.integerValue.map { max(20, $0 - 3) } ?? Limits.defaultValueLength
-            var link = table.link(role: .peripheral, device: device)?.id
-            if link == nil {
-                link = table.linkUp(role: .peripheral, device: device, mtu: valueLength, now: Self.nowMs())
-                if let link {
-                    logger.info("central connected", [("device", .string(device)), ("link", .string(link.description)), ("mtu", .integer(Int64(valueLength)))])
-                    emit(.linkUp(link, mtu: valueLength))
-                } else {
-                    return .failure(DBusError(name: BlueZNames.errorFailed, message: "refused"))
-                }
-            } else if let link, let known = table.links[link], known.mtu != valueLength, options["mtu"] != nil {
-                table.updateMTU(link, valueLength)
-            }
-            if let link { receive(value, on: link) }
-            return .success([])
-        case (BlueZNames.gattCharacteristic, "StartNotify"):
-            notifying = true
-            characteristic?.set("Notifying", .bool(true))
-            return .success([])
-        case (BlueZNames.gattCharacteristic, "StopNotify"):
-            notifying = false
-            characteristic?.set("Notifying", .bool(false))
-            return .success([])
-        case (BlueZNames.advertisement, "Release"):
-            logger.notice("advertisement released by BlueZ")
-            return .success([])
-        default:
-            return .failure(DBusError(name: BlueZNames.errorNotSupported, message: member))
-        }
-    }
-
-    // MARK: Devices and the central role
-
-    private func deviceChanged(_ path: String, _ properties: [String: DBusValue], replace: Bool) {
-        guard path.hasPrefix(adapterPath + "/") else { return }
-        if replace {
-            devices[path] = properties
-        } else {
-            devices[path, default: [:]].merge(properties) { _, new in new }
-        }
-        if properties["Connected"]?.boolValue == false { deviceGone(path, reason: "disconnected") }
-        if properties["ServicesResolved"]?.boolValue == true, case .resolving = attempts[path] { findCharacteristic(path) }
-    }
-
-    private func deviceGone(_ path: String, reason: String) {
-        if options.peripheral, setupState == .done, table.links(of: path).contains(where: { $0.role == .peripheral }) {
-            readvertise()
-        }
-        for link in table.links(of: path) {
-            table.linkDown(link.id)
-            if let characteristic = linkCharacteristic.removeValue(forKey: link.id) { centralCharacteristic[characteristic] = nil }
-            logger.info("link down", [("link", .string(link.id.description)), ("role", .string(link.role.rawValue)), ("reason", .string(reason))])
-            emit(.linkDown(link.id))
-        }
-        if attempts[path] != nil { failAttempt(path, reason) }
-    }
-
-    private func dropLink(_ link: BlueZLinkTable.Link, reason: String) {
-        logger.warning("dropping misbehaving link", [("device", .string(link.device)), ("role", .string(link.role.rawValue)), ("reason", .string(reason))])
-        table.linkDown(link.id)
-        if let characteristic = linkCharacteristic.removeValue(forKey: link.id) { centralCharacteristic[characteristic] = nil }
-        emit(.linkDown(link.id))
-        bus.callAsync(BlueZNames.service, link.device, BlueZNames.device, "Disconnect") { _ in }
-    }
-
-    /// Connects, after stopping our discovery when it runs (`CentralDiscovery.planConnect`); discovery resumes
-    /// when no attempt is left (`resumeDiscoveryIfIdle`).
-    private func connect(_ device: String, now: UInt64) {
-        table.connectStarted(device, now: now)
-        attempts[device] = .connecting
-        logger.info("connecting", [("device", .string(device))])
-        guard discovery.planConnect() == .stopDiscoveryThenConnect else { return sendConnect(device) }
-        bus.callAsync(BlueZNames.service, adapterPath, BlueZNames.adapter, "StopDiscovery") { [unowned self] result in
-            if case .failure(let error) = result { logger.debug("StopDiscovery failed", [("error", .string(error.description))]) }
-            guard case .connecting = attempts[device] else { return }
-            sendConnect(device)
-        }
-    }
-
-    private func resumeDiscoveryIfIdle() {
-        guard options.central,
-            discovery.shouldResume(ready: setupState == .done && bluezPresent, attemptsPending: !attempts.isEmpty)
-        else { return }
-        startDiscovery()
-    }
-
-    private func sendConnect(_ device: String) {
-        bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Connect", timeoutMs: Limits.connectTimeoutMs) { [unowned self] result in
-            guard case .connecting = attempts[device] else { return }
-            switch result {
-            case .failure(let error) where error.name != BlueZNames.errorAlreadyExists && error.name != BlueZNames.errorInProgress:
-                failAttempt(device, "Connect: \(error)")
-            default:
-                attempts[device] = .resolving(deadline: Self.nowMs() + Limits.resolveTimeoutMs)
-                checkResolved(device)
-            }
-        }
-    }
-
-    /// BlueZ 5.66 may never signal Connected/ServicesResolved (bletestbed README item 14): read them.
-    private func checkResolved(_ device: String) {
-        bus.callAsync(BlueZNames.service, device, BlueZNames.properties, "GetAll", [.string(BlueZNames.device)], timeoutMs: 5_000) {
-            [unowned self] result in
-            guard case .resolving = attempts[device], case .success(let reply) = result, let props = reply.first?.dictionary else { return }
-            devices[device, default: [:]].merge(props) { _, new in new }
-            if props["ServicesResolved"]?.boolValue == true { findCharacteristic(device) }
-        }
-    }
-
-    private func findCharacteristic(_ device: String) {
-        attempts[device] = .subscribing
-        bus.callAsync(BlueZNames.service, "/", BlueZNames.objectManager, "GetManagedObjects", timeoutMs: 10_000) { [unowned self] result in
-            guard case .subscribing = attempts[device] else { return }
-            guard case .success(let reply) = result else { return failAttempt(device, "GetManagedObjects failed") }
-            let objects = Self.managedObjects(reply)
-            let match = objects.filter { path, ifaces in
-                guard path.hasPrefix(device + "/"), let chr = ifaces[BlueZNames.gattCharacteristic],
-                    chr["UUID"]?.stringValue?.lowercased() == BitchatGATT.characteristicUUID,
-                    let service = chr["Service"]?.stringValue
-                else { return false }
-                return objects[service]?[BlueZNames.gattService]?["UUID"]?.stringValue?.lowercased() == options.serviceUUID
-            }.sorted { $0.key < $1.key }.first
-            guard let (path, ifaces) = match else { return failAttempt(device, "no bitchat characteristic") }
-            let mtu = ifaces[BlueZNames.gattCharacteristic]?["MTU"]?.integerValue
-            bus.callAsync(BlueZNames.service, path, BlueZNames.gattCharacteristic, "StartNotify", timeoutMs: 10_000) { [unowned self] result in
-                guard case .subscribing = attempts[device] else { return }
-                if case .failure(let error) = result, error.name != BlueZNames.errorInProgress {
-                    return failAttempt(device, "StartNotify: \(error)")
-                }
-                attempts[device] = nil
-                resumeDiscoveryIfIdle()
-                let valueLength = mtu.map { max(20, $0 - 3) } ?? Limits.defaultValueLength
-                guard let link = table.linkUp(role: .central, device: device, mtu: valueLength, now: Self.nowMs()) else {
-                    bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Disconnect") { _ in }
-                    return
-                }
-                centralCharacteristic[path] = link
-                linkCharacteristic[link] = path
-                logger.info("connected to peripheral", [("device", .string(device)), ("link", .string(link.description)), ("mtu", .integer(Int64(valueLength)))])
-                emit(.linkUp(link, mtu: valueLength))
-            }
-        }
-    }
-
-    private func failAttempt(_ device: String, _ reason: String) {
-        guard attempts.removeValue(forKey: device) != nil else { return }
-        let now = Self.nowMs()
-        table.connectFailed(device, now: now)
-        logger.info("connect failed", [("device", .string(device)), ("reason", .string(reason)),
-                                       ("retryMs", .integer(Int64(table.retryDelay(device, now: now))))])
-        bus.callAsync(BlueZNames.service, device, BlueZNames.device, "Disconnect") { _ in }
-        resumeDiscoveryIfIdle()
-    }
-
-    // MARK: bluetoothd restarts
-
-    private func bluezOwnerChanged(newOwner: String) {
-        if newOwner.isEmpty {
-            logger.warning("bluetoothd went away; waiting for it to return")
-            bluezPresent = false
-            for link in table.reset() {
-                emit(.linkDown(link.id))
-            }
-            attempts = [:]
-            centralCharacteristic = [:]
-            linkCharacteristic = [:]
-            devices = [:]
-            discovery.reset()
-            notifying = false
-            setupState = .idle
-        } else {
-            logger.notice("bluetoothd is back; registering again")
-            bluezPresent = true
-            resetupAttempts = 1
-            setupState = .failed(.bluezNotRunning)
-            nextSetupAt = Self.nowMs()
         }
     }
 

@@ -3,6 +3,10 @@ import COpenSSL
 /// ChaCha20-Poly1305 AEAD (RFC 8439): 32-byte key, 12-byte nonce, 16-byte tag appended to the ciphertext.
 public enum ChaChaPoly {
     public static let tagByteCount = 16
+    /// RFC 8439 §2.8: the AEAD takes a 256-bit key.
+    public static let keyByteCount = 32
+    /// RFC 8439 §2.8: the IETF variant's 96-bit nonce.
+    public static let nonceByteCount = 12
 
     /// Encrypts and authenticates; returns ciphertext ‖ tag.
     public static func seal(
@@ -11,8 +15,7 @@ public enum ChaChaPoly {
         nonce: [UInt8],
         authenticating aad: [UInt8] = []
     ) throws(CryptoError) -> [UInt8] {
-        try requireLength(key, 32, "ChaCha20-Poly1305 key")
-        try requireLength(nonce, 12, "ChaCha20-Poly1305 nonce")
+        try requireKeyAndNonce(key, nonce)
         let context = try OpenSSL.nonNil(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
         defer { EVP_CIPHER_CTX_free(context) }
         try OpenSSL.check(EVP_EncryptInit_ex(context, EVP_chacha20_poly1305(), nil, nil, nil), "EVP_EncryptInit_ex")
@@ -56,8 +59,7 @@ public enum ChaChaPoly {
         nonce: [UInt8],
         authenticating aad: [UInt8] = []
     ) throws(CryptoError) -> [UInt8] {
-        try requireLength(key, 32, "ChaCha20-Poly1305 key")
-        try requireLength(nonce, 12, "ChaCha20-Poly1305 nonce")
+        try requireKeyAndNonce(key, nonce)
         guard sealed.count >= tagByteCount else { throw .authenticationFailed }
         let ciphertext = Array(sealed[..<(sealed.count - tagByteCount)])
         var tag = Array(sealed[(sealed.count - tagByteCount)...])
@@ -91,5 +93,11 @@ public enum ChaChaPoly {
             throw .authenticationFailed
         }
         return Array(out[..<Int(written + tail)])
+    }
+
+    /// The one check of both directions: a key and a nonce of the lengths RFC 8439 fixes.
+    private static func requireKeyAndNonce(_ key: [UInt8], _ nonce: [UInt8]) throws(CryptoError) {
+        try requireLength(key, keyByteCount, "ChaCha20-Poly1305 key")
+        try requireLength(nonce, nonceByteCount, "ChaCha20-Poly1305 nonce")
     }
 }

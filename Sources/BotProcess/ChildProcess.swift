@@ -77,6 +77,10 @@ public final class ChildProcess: @unchecked Sendable {
     private let exitStatus = Mutex<Int32?>(nil)
     public let name: String
     public let pid: Int32
+    /// The inode numbers of the child's stdin, stdout and stderr pipes: once the child is stopped or
+    /// waited for, no descriptor of this process refers to any of them (`/proc/self/fd` shows a pipe as
+    /// `pipe:[inode]`), which is how a test tells these pipes from whatever else the process has open.
+    public let pipeInodes: [UInt64]
 
     /// Starts `executable` with `arguments`; `environment` entries are added to the current environment.
     /// A relative `executable` is relative to the current directory (not to `workingDirectory`).
@@ -102,6 +106,10 @@ public final class ChildProcess: @unchecked Sendable {
                 workingDirectory: workingDirectory,
                 stdio: [.descriptor(input.read), .descriptor(output.write), .descriptor(errors.write)]
             )
+            pipeInodes = [input.write, output.read, errors.read].map { fd in
+                var status = stat()
+                return fstat(fd, &status) == 0 ? UInt64(status.st_ino) : 0
+            }
             // The child has its copies; ours of its ends go, so end of file comes when the child's do.
             for fd in [input.read, output.write, errors.write] { close(fd) }
             stdinDescriptor = Mutex(input.write)
@@ -256,13 +264,17 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// After the child exited: waits until both readers saw end of file, so everything it wrote is in the
-    /// lines (the readers can lag behind the exit under load) — at most until ``drainBound`` after the exit
-    /// was first seen; then the readers are told to give up.
+    /// After the child exited: closes its stdin (nobody reads it any more), waits until both readers saw
+    /// end of file, so everything it wrote is in the lines (the readers can lag behind the exit under
+    /// load) — at most until ``drainBound`` after the exit was first seen; then the readers are told to
+    /// give up, and have closed their descriptors when this returns, as after ``stop(signal:grace:)``.
     private func drained() async {
+        closeStdin()
         let deadline = drainDeadline()
         while !capture.finished, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         if !capture.finished { capture.state.withLock { $0.giveUp = true } }
+        // A reader that gave up ends within one poll interval.
+        while !capture.finished { try? await Task.sleep(for: .milliseconds(2)) }
     }
 
     /// Sends `signal`, waits up to `grace` for the exit and then sends SIGKILL; reaps the child.

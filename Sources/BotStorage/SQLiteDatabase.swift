@@ -15,6 +15,12 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     public var isConstraint: Bool { code & 0xff == SQLITE_CONSTRAINT }
 
     public var description: String { "SQLite \(operation) failed (\(code)): \(message)" }
+
+    public init(code: Int32, message: String, operation: String) {
+        self.code = code
+        self.message = message
+        self.operation = operation
+    }
 }
 
 /// One SQLite connection. Not thread-safe by design: it is owned by one actor or one thread
@@ -51,15 +57,31 @@ public final class SQLiteDatabase {
 
     deinit { close() }
 
+    /// Creates the file 0600 if it does not exist, or tightens an existing one to 0600 — by path (`stat` +
+    /// `chmod`), never by opening it: closing any descriptor of a file drops every POSIX lock this process
+    /// holds on it, including the shared lock each open WAL connection keeps on the database file. With that
+    /// lock gone another process's last connection believes it is alone, checkpoints and deletes the WAL
+    /// under our feet, and our next read fails (`SQLITE_IOERR_SHORT_READ`, 522: the stop's checkpoint failed
+    /// that way about once in 25 stops while a CLI closed its connection). A new file is created with
+    /// `O_EXCL`, so no other connection can hold a lock on it yet.
     private static func ensurePrivateFile(_ path: String) throws(SQLiteError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            throw SQLiteError(code: SQLITE_CANTOPEN, message: String(cString: strerror(code)), operation: "create \(path)")
-        }
-        defer { Glibc.close(fd) }
         var info = stat()
-        if fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+        if stat(path, &info) == 0 {
+            if info.st_mode & 0o077 != 0 { _ = chmod(path, 0o600) }
+            return
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            Glibc.close(fd)
+            return
+        }
+        let code = errno
+        // Created by someone else in between: then it exists, and its mode is tightened like any other.
+        if code == EEXIST, stat(path, &info) == 0 {
+            if info.st_mode & 0o077 != 0 { _ = chmod(path, 0o600) }
+            return
+        }
+        throw SQLiteError(code: SQLITE_CANTOPEN, message: String(cString: strerror(code)), operation: "create \(path)")
     }
 
     /// Closes the connection (finalizing nothing: every ``SQLiteStatement`` must be gone first).

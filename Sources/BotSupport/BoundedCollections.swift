@@ -74,6 +74,11 @@ public struct SlidingWindowLimiter: Sendable {
     public func wouldAdmit(now: Double) -> Bool {
         filled < limit || now - times[next] >= window
     }
+
+    /// How many events at `now` would be admitted (O(limit)).
+    public func available(now: Double) -> Int {
+        limit - times.prefix(filled).reduce(0) { $0 + (now - $1 < window ? 1 : 0) }
+    }
 }
 
 /// One ``SlidingWindowLimiter`` per key, with at most `maxKeys` keys (least recently created dropped, O(1)).

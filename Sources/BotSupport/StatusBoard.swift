@@ -44,11 +44,25 @@ public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// Headers beyond the listener's own (`Set-Cookie`, `Location`, security headers): names without the colon.
+    public var headers: [(name: String, value: String)]
+    /// When set, the body is this stream (server-sent events): no length, written as it comes, until it ends.
+    public var stream: HTTPStream?
 
-    public init(status: Int, contentType: String, body: [UInt8]) {
+    public init(
+        status: Int, contentType: String, body: [UInt8], headers: [(name: String, value: String)] = [], stream: HTTPStream? = nil
+    ) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
+        self.stream = stream
+    }
+
+    public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
+        a.status == b.status && a.contentType == b.contentType && a.body == b.body
+            && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
+            && a.stream === b.stream
     }
 
     public init(status: Int, json: JSONValue) {
@@ -63,6 +77,11 @@ public struct HTTPResponse: Sendable, Equatable {
 ///
 /// Staleness: a snapshot older than `maxAge` makes `/healthz` unhealthy by itself — an owner that stopped
 /// publishing (a hung coordinator) must not look healthy forever. Time comes from the injected `now`.
+///
+/// Live checks: with a `liveHealth` function, `/healthz` evaluates it on every request (on the listener's
+/// thread; it must only read thread-safe state) in place of the published report, so a transport or a relay
+/// going away shows at once rather than at the owner's next publish; the published snapshot then serves as
+/// the owner's heartbeat (its staleness check still applies).
 public final class StatusBoard: Sendable {
     private struct State {
         var health: HealthReport?
@@ -72,12 +91,18 @@ public final class StatusBoard: Sendable {
 
     private let state = Mutex(State())
     private let now: @Sendable () -> ContinuousClock.Instant
+    /// Stored once, never inside the `Mutex` (a closure read back out of a lock is re-wrapped on each read).
+    private let liveHealth: (@Sendable () -> HealthReport)?
     public let maxAge: Duration
 
     /// `now` is the clock the staleness check reads (`{ ContinuousClock.now }` in the executable).
-    public init(maxAge: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant) {
+    public init(
+        maxAge: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant,
+        liveHealth: (@Sendable () -> HealthReport)? = nil
+    ) {
         self.maxAge = maxAge
         self.now = now
+        self.liveHealth = liveHealth
     }
 
     public func publish(health: HealthReport, metrics: MetricsSnapshot) {
@@ -89,10 +114,21 @@ public final class StatusBoard: Sendable {
         }
     }
 
-    /// The health as served: the published report plus a `status` check for a missing or stale snapshot.
+    /// Publishes metrics (and the owner's heartbeat) alone: with `liveHealth` set, the health is evaluated
+    /// per request.
+    public func publish(metrics: MetricsSnapshot) {
+        let time = now()
+        state.withLock { state in
+            state.metrics = metrics
+            state.publishedAt = time
+        }
+    }
+
+    /// The health as served: the live report (or the published one) plus a `status` check for a missing or
+    /// stale snapshot.
     public func currentHealth() -> HealthReport {
-        let (health, publishedAt) = state.withLock { ($0.health, $0.publishedAt) }
-        guard let health, let publishedAt else {
+        let (published, publishedAt) = state.withLock { ($0.health, $0.publishedAt) }
+        guard let health = liveHealth?() ?? published, let publishedAt else {
             return HealthReport(checks: [.init(name: "status", ok: false, detail: "starting: no status published yet")])
         }
         let age = now() - publishedAt

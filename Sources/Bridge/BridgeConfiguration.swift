@@ -1,31 +1,43 @@
+public import BotCrypto
 public import BotSupport
 public import Geohash
+import MeshSync
+import Nostr
 
 /// Where an effective configuration value came from (shown by `run --print-config`).
 public enum ConfigurationSource: String, Sendable {
     case defaultValue = "default"
     case file
     case environment = "env"
+    /// A command-line option of `run` (`--data-dir`), which wins over both.
+    case option
 }
 
 /// Which mesh transport the bridge uses.
 public enum MeshSetting: Equatable, Sendable, CustomStringConvertible {
     /// BlueZ over D-Bus; `adapter` nil = the first powered adapter.
     case bluez(adapter: String?)
-    /// The loopback virtual radio (`radio-hub`), for demos and tests.
-    case tcp(host: String, port: Int)
+    /// The loopback virtual radio (`radio-hub`), for demos and tests; `mtu` nil = the link default (512).
+    case tcp(host: String, port: Int, mtu: Int? = nil)
     /// Several `radio-hub` segments at once (`tcp://A:P1,tcp://B:P2`), one link each: the bridge relays
     /// between them as a phone in range of both would (tests where the bridge is the only path).
     case tcpSegments([String])
+
+    public enum Limits {
+        /// The link MTUs a `tcp://…?mtu=N` URL may name: what `RadioClientTransport.Endpoint` (and so
+        /// `mesh listen`) accepts — 23 is BLE's smallest ATT MTU; a frame length is a u16 on the socket.
+        public static let mtuRange = 23...65_535
+    }
 
     public init(parsing text: String) throws(ConfigurationError) {
         if text.contains(",") {
             var urls: [String] = []
             for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-                guard case .tcp(let host, let port) = try MeshSetting(parsing: String(part)) else {
+                let segment = try MeshSetting(parsing: String(part))
+                guard case .tcp = segment else {
                     throw .invalid(field: "mesh", value: text, reason: "only tcp:// URLs can be combined")
                 }
-                urls.append("tcp://\(host):\(port)")
+                urls.append(segment.description)
             }
             self = .tcpSegments(urls)
         } else if text == "bluez" {
@@ -36,23 +48,65 @@ public enum MeshSetting: Equatable, Sendable, CustomStringConvertible {
                 throw .invalid(field: "mesh", value: text, reason: "adapter must look like hci0")
             }
             self = .bluez(adapter: adapter)
-        } else if text.hasPrefix("tcp://") {
-            let rest = text.dropFirst(6)
-            guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]),
-                (1...65535).contains(port), colon != rest.startIndex
-            else { throw .invalid(field: "mesh", value: text, reason: "expected tcp://HOST:PORT") }
-            self = .tcp(host: String(rest[..<colon]), port: port)
+        } else if text.lowercased().hasPrefix("tcp://") {
+            self = try Self.parseTCP(text)
         } else {
-            throw .invalid(field: "mesh", value: text, reason: "expected bluez, bluez:hciN or tcp://HOST:PORT")
+            throw .invalid(field: "mesh", value: text, reason: "expected bluez, bluez:hciN or tcp://HOST:PORT[?mtu=N]")
         }
+    }
+
+    /// `tcp://IPV4:PORT[?mtu=N]`, the form `mesh listen --mesh` takes (the virtual radio connects to IPv4
+    /// loopback literals only).
+    private static func parseTCP(_ text: String) throws(ConfigurationError) -> MeshSetting {
+        func invalid(_ reason: String) -> ConfigurationError {
+            .invalid(field: "mesh", value: text, reason: reason + " (expected tcp://HOST:PORT[?mtu=N])")
+        }
+        let url: NetworkURL
+        do {
+            url = try NetworkURL.parse(text, schemes: ["tcp"])
+        } catch {
+            throw invalid(error.description)
+        }
+        guard let port = url.port else { throw invalid("no port") }
+        let octets = url.host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil }) else {
+            throw invalid("host '\(url.host)' is not an IPv4 address")
+        }
+        var mtu: Int?
+        if !url.pathAndQuery.isEmpty {
+            guard url.pathAndQuery.hasPrefix("?") else { throw invalid("no path allowed ('\(url.pathAndQuery)')") }
+            for pair in url.pathAndQuery.dropFirst().split(separator: "&", omittingEmptySubsequences: false) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, parts[0] == "mtu" else { throw invalid("unknown parameter '\(pair)' (only mtu=N)") }
+                guard let value = Int(parts[1]), Limits.mtuRange.contains(value) else {
+                    throw invalid("mtu '\(parts[1])' is not a whole number from \(Limits.mtuRange.lowerBound) to \(Limits.mtuRange.upperBound)")
+                }
+                mtu = value
+            }
+        }
+        return .tcp(host: url.host, port: port, mtu: mtu)
     }
 
     public var description: String {
         switch self {
         case .bluez(let adapter): adapter.map { "bluez:\($0)" } ?? "bluez"
-        case .tcp(let host, let port): "tcp://\(host):\(port)"
+        case .tcp(let host, let port, let mtu): "tcp://\(host):\(port)" + (mtu.map { "?mtu=\($0)" } ?? "")
         case .tcpSegments(let urls): urls.joined(separator: ",")
         }
+    }
+}
+
+/// A `BRIDGE_*` environment variable that is no setting, with the known variable nearest to it.
+public struct ConfigurationWarning: Sendable, Equatable, CustomStringConvertible {
+    public let variable: String
+    public let nearest: String
+    /// Edit distance between the two names.
+    public let distance: Int
+
+    public var description: String {
+        let hint = distance <= BridgeConfiguration.Limits.misspellingDistance
+            ? "did you mean \(nearest)?" : "the nearest known variable is \(nearest)"
+        return "environment variable \(variable) is not a bridge setting and is ignored; \(hint)"
     }
 }
 
@@ -89,17 +143,37 @@ public struct BridgeConfiguration: Sendable {
     /// relays.json to read when the directory is on (nil = the usual search path).
     public var relayFile: String?
     public var mesh: MeshSetting
-    /// Plain-text mirror (off by default: mesh users did not consent to being published).
+    /// Plain-text mirror: down (channel → mesh, per-author personas) by default; up (mesh → channel) only
+    /// when asked, as mesh users did not consent to being published.
     public var mirrorDownlink: Bool
     public var mirrorUplink: Bool
     /// Spam filter shadow mode: log would-be-hidden messages, hide nothing.
     public var shadow: Bool
     /// Channel gateway role (directions 1/2).
     public var gateway: Bool
+    /// The other channel levels served beside the geohash itself (``ChannelLevels``); by default all of
+    /// them: its parents at the apps' levels and, for a 6-character geohash, its 32 block children.
+    public var channelLevels: Set<ChannelLevel>
     /// Mesh-bridge rendezvous role (directions 3/4); only possible with a geohash of ≥ 6 characters.
     public var rendezvous: Bool
     /// Loopback HTTP listener for /healthz and /metrics (`host:port`), or nil when `off`.
     public var httpListen: String?
+
+    /// True when `http_listen` binds beyond loopback (then `run` needs the console token).
+    public var httpListenBeyondLoopback: Bool {
+        guard let httpListen, let host = try? NetworkURL.hostAndPort(httpListen, allowPortZero: true, requirePort: true).host else {
+            return false
+        }
+        return !Limits.loopbackHosts.contains(host)
+    }
+
+    /// A dotted-quad IPv4 or a colon-hex IPv6 address (brackets already removed), without resolving anything.
+    static func isIPAddress(_ host: String) -> Bool {
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        if octets.count == 4, octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil }) { return true }
+        guard host.contains(":"), host.count <= 45 else { return false }
+        return host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } && host.split(separator: ":", omittingEmptySubsequences: false).count <= 9
+    }
     /// NIP-13 target committed on our channel events.
     public var powBits: Int
     public var logLevel: LogLevel
@@ -109,6 +183,25 @@ public struct BridgeConfiguration: Sendable {
     public var modlog: JSONValue?
     /// Where each field's value came from, by key.
     public var sources: [String: ConfigurationSource]
+    /// How long a verified mesh peer stays in the live table without traffic. Decision (reach issue): 180 s,
+    /// Android's own peer keep, where the phone engine uses iOS's 60 s — Android announces every 30 s in the
+    /// foreground and up to every 300 s on low battery, so after 60 s a quiet phone dropped out. A peer that
+    /// falls out is still verified against its pin (``MeshPin``); the table decides direct-range standing
+    /// and relay degree.
+    public var meshPeerTimeoutSeconds = Limits.defaultMeshPeerTimeout
+    /// The sync replies' airtime budget (issue 17): reply bytes in any 60 s, shared by every requester
+    /// (``AirtimeBudget``). Default 256 KiB: a full answer of the default stores fits once, a small fraction of
+    /// what one BLE link carries.
+    public var syncReplyBudgetBytes = Limits.defaultSyncReplyBudget
+    /// Operator keys (issue 18, fleet moderation): the Nostr keys whose signed fleet lists (``FleetList``) this
+    /// bridge subscribes to and applies. Empty = no fleet list.
+    public var operatorKeys: [XOnlyPublicKey] = []
+    /// The fleet list's `d` tag: bridges sharing a site share a list. By default the geohash.
+    public var fleetSite: String = ""
+    /// `BRIDGE_*` variables in the environment that are no setting (most likely misspelt): `run` and
+    /// `--print-config` print each on stderr, naming the nearest known variable. Never fatal: the value was
+    /// only ignored, and a container may carry variables meant for other tools.
+    public var warnings: [ConfigurationWarning] = []
 
     public enum Limits {
         /// Longest nickname: Android's UI cap, so the name shows unchanged on every phone.
@@ -117,6 +210,56 @@ public struct BridgeConfiguration: Sendable {
         public static let maxPowBits = 32
         /// Largest config file read.
         public static let maxFileBytes = 1 << 20
+        /// See ``BridgeConfiguration/meshPeerTimeoutSeconds``. An hour at most: a table of silent strangers
+        /// kept longer only costs memory and relay-degree accuracy. 5 s at least, so tests can show a peer
+        /// outside the table in seconds; below iOS's 60 s an operator only loses direct-range standing
+        /// sooner (pins still verify the peer's messages).
+        public static let defaultMeshPeerTimeout = 180
+        public static let meshPeerTimeoutRange = 5...3_600
+        /// See ``BridgeConfiguration/syncReplyBudgetBytes`` (``AirtimeBudget/Configuration`` per 60 s).
+        public static let defaultSyncReplyBudget = AirtimeBudget.Configuration().bytesPerWindow
+        /// 4 KiB at least: a reply frame is up to ~1 KB (a full board post), so less would answer a board round
+        /// a few posts a minute. 4 MiB at most (≈ 70 kB/s): about all one BLE link carries — above it the
+        /// budget no longer bounds what a request storm costs.
+        public static let syncReplyBudgetRange = 4_096...4_194_304
+        /// Hosts `http_listen` binds without the console token. Any other must be an IP address (not a name), and
+        /// `run` starts with it only when the console token exists (the console authenticates beyond loopback).
+        public static let loopbackHosts: Set<String> = ["127.0.0.1", "localhost", "::1"]
+        /// Largest edit distance at which an unknown `BRIDGE_*` variable is called a misspelling of a known
+        /// one ("did you mean"); farther ones are still warned about, naming the nearest.
+        public static let misspellingDistance = 3
+    }
+
+    /// `BRIDGE_*` variables the project's own tools read (test runner, BLE testbed, image check): a shell that
+    /// exported them for those starts the bridge without a warning.
+    public static let toolVariables: Set<String> = ["BRIDGE_TEST_VENV", "BRIDGE_REQUIRE_BLE", "BRIDGE_SKIP_BLE", "BRIDGE_DEBIAN_MIRROR", "BRIDGE_TEST_ARTEFACTS"]
+
+    /// One warning per `BRIDGE_*` variable of `environment` that is neither a field's variable nor a tool's,
+    /// sorted by name.
+    public static func unknownVariables(in environment: [String: String]) -> [ConfigurationWarning] {
+        let known = fields.map(\.environment).filter { !$0.isEmpty }
+        return environment.keys.filter { $0.hasPrefix("BRIDGE_") && !known.contains($0) && !toolVariables.contains($0) }.sorted()
+            .map { variable in
+                let ranked = known.map { (name: $0, distance: editDistance(variable, $0)) }
+                let nearest = ranked.min { $0.distance < $1.distance || $0.distance == $1.distance && $0.name < $1.name }!
+                return ConfigurationWarning(variable: variable, nearest: nearest.name, distance: nearest.distance)
+            }
+    }
+
+    /// Levenshtein distance (insertions, deletions, substitutions) over the names' bytes.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let b = Array(b.utf8)
+        var row = Array(0...b.count)
+        for (i, x) in a.utf8.enumerated() {
+            var diagonal = row[0]
+            row[0] = i + 1
+            for (j, y) in b.enumerated() {
+                let above = row[j + 1]
+                row[j + 1] = min(above + 1, row[j] + 1, diagonal + (x == y ? 0 : 1))
+                diagonal = above
+            }
+        }
+        return row[b.count]
     }
 
     /// Every key the file may contain, with its environment variable.
@@ -127,13 +270,19 @@ public struct BridgeConfiguration: Sendable {
         ("relays", "BRIDGE_RELAYS", "operator relay URLs (env: comma-separated)"),
         ("relay_directory", "BRIDGE_RELAY_DIRECTORY", "also use the nearest directory relays (on/off, default on)"),
         ("relay_file", "BRIDGE_RELAY_FILE", "relays.json path"),
-        ("mesh", "BRIDGE_MESH", "bluez, bluez:hciN or tcp://HOST:PORT[,tcp://HOST:PORT…] (default bluez)"),
-        ("text_mirror", "BRIDGE_TEXT_MIRROR", "plain-text mirror: off, down, up or both (default off)"),
+        ("mesh", "BRIDGE_MESH", "bluez, bluez:hciN or tcp://HOST:PORT[?mtu=N][,tcp://…] (default bluez)"),
+        ("text_mirror", "BRIDGE_TEXT_MIRROR", "plain-text mirror: off, down, up or both (default down)"),
         ("shadow", "BRIDGE_SHADOW", "spam filter shadow mode (default off)"),
         ("gateway", "BRIDGE_GATEWAY", "channel gateway role (default on)"),
+        ("channel_levels", "BRIDGE_CHANNEL_LEVELS",
+         "other channel levels served: region, province, city, neighborhood, block (or lengths; env: comma-separated), none; default all parents + block children"),
         ("rendezvous", "BRIDGE_RENDEZVOUS", "mesh-bridge rendezvous role (default on when geohash ≥ 6 chars)"),
-        ("http_listen", "BRIDGE_HTTP_LISTEN", "health/metrics listener host:port or off (default 127.0.0.1:9477)"),
+        ("http_listen", "BRIDGE_HTTP_LISTEN", "health/metrics listener HOST:PORT ([::1]:PORT for IPv6) or off (default 127.0.0.1:9477)"),
         ("pow_bits", "BRIDGE_POW_BITS", "NIP-13 target for our channel events (default 16)"),
+        ("mesh_peer_timeout", "BRIDGE_MESH_PEER_TIMEOUT", "seconds a silent mesh peer stays in the live table (5–3600, default 180)"),
+        ("sync_reply_budget", "BRIDGE_SYNC_REPLY_BUDGET", "sync reply bytes per 60 s, shared by all requesters (4096–4194304, default 262144)"),
+        ("operator_keys", "BRIDGE_OPERATOR_KEYS", "operator Nostr keys (hex or npub) whose fleet lists apply (env: comma-separated)"),
+        ("fleet_site", "BRIDGE_FLEET_SITE", "the fleet list's d tag: bridges of one site share it (default the geohash)"),
         ("log_level", "BRIDGE_LOG_LEVEL", "trace, debug, info, notice, warning, error (default info)"),
         ("spam", "", "spam filter settings object (file only)"),
         ("modlog", "", "moderation log settings: log_text, retention_days, max_records (file only)"),
@@ -219,8 +368,12 @@ public struct BridgeConfiguration: Sendable {
             }
             relays = array.compactMap(\.stringValue)
         }
-        for url in relays where !(url.hasPrefix("ws://") || url.hasPrefix("wss://")) || url.count <= 6 {
-            throw .invalid(field: "relays", value: url, reason: "relay URLs start with ws:// or wss://")
+        for url in relays {
+            do {
+                _ = try NetworkURL.parse(url, schemes: ["ws", "wss"])
+            } catch {
+                throw .invalid(field: "relays", value: url, reason: error.description)
+            }
         }
         let relayDirectory = try bool("relay_directory", default: true)
         if !relayDirectory && relays.isEmpty {
@@ -229,7 +382,9 @@ public struct BridgeConfiguration: Sendable {
         let relayFile = try string("relay_file")
         let mesh = try MeshSetting(parsing: try string("mesh") ?? "bluez")
 
-        let mirrorText = try string("text_mirror") ?? "off"
+        // Down by default (reach issue): the channel is public on Nostr already, so no consent question
+        // arises, and it is the only way Android phones (no carrier type 0x28) see it. Up stays opt-in.
+        let mirrorText = try string("text_mirror") ?? "down"
         let mirror: (Bool, Bool)
         switch mirrorText {
         case "off": mirror = (false, false)
@@ -240,6 +395,7 @@ public struct BridgeConfiguration: Sendable {
         }
         let shadow = try bool("shadow", default: false)
         let gateway = try bool("gateway", default: true)
+        let channelLevels = try parseChannelLevels(raw("channel_levels"), geohash: geohash)
         let rendezvous = try bool("rendezvous", default: geohash.precision >= 6)
         if rendezvous && geohash.precision < 6 {
             throw .invalid(field: "rendezvous", value: "on", reason: "needs a geohash of at least 6 characters")
@@ -247,11 +403,15 @@ public struct BridgeConfiguration: Sendable {
         let listen = try string("http_listen") ?? "127.0.0.1:9477"
         let httpListen: String? = listen == "off" ? nil : listen
         if let httpListen {
-            let parts = httpListen.split(separator: ":")
-            guard parts.count == 2, let port = Int(parts[1]), (1...65535).contains(port),
-                ["127.0.0.1", "localhost", "::1"].contains(String(parts[0]))
-            else {
-                throw .invalid(field: "http_listen", value: httpListen, reason: "must be a loopback host:port (127.0.0.1:PORT) or off")
+            let reason = "must be HOST:PORT with a loopback host (127.0.0.1, localhost, [::1]) or, with the console token, an IP address (0.0.0.0, [::], 192.0.2.7), or off"
+            let host: String
+            do {
+                host = try NetworkURL.hostAndPort(httpListen, allowPortZero: false, requirePort: true).host
+            } catch {
+                throw .invalid(field: "http_listen", value: httpListen, reason: "\(error); " + reason)
+            }
+            guard Limits.loopbackHosts.contains(host) || Self.isIPAddress(host) else {
+                throw .invalid(field: "http_listen", value: httpListen, reason: "'\(host)' is neither loopback nor an IP address; " + reason)
             }
         }
         var powBits = 16
@@ -261,6 +421,45 @@ public struct BridgeConfiguration: Sendable {
                 throw .invalid(field: "pow_bits", value: text, reason: "must be a whole number from 0 to 32")
             }
             powBits = n
+        }
+        var meshPeerTimeout = Limits.defaultMeshPeerTimeout
+        let timeoutRaw = raw("mesh_peer_timeout")
+        if let text = timeoutRaw.text ?? timeoutRaw.json.map({ JSONWriter.compact($0) }) {
+            guard let n = Int(text), Limits.meshPeerTimeoutRange.contains(n) else {
+                throw .invalid(field: "mesh_peer_timeout", value: text, reason: "must be a whole number of seconds from 5 to 3600")
+            }
+            meshPeerTimeout = n
+        }
+        var syncReplyBudget = Limits.defaultSyncReplyBudget
+        let budgetRaw = raw("sync_reply_budget")
+        if let text = budgetRaw.text ?? budgetRaw.json.map({ JSONWriter.compact($0) }) {
+            guard let n = Int(text), Limits.syncReplyBudgetRange.contains(n) else {
+                throw .invalid(field: "sync_reply_budget", value: text, reason: "must be a whole number of bytes per 60 s from 4096 to 4194304")
+            }
+            syncReplyBudget = n
+        }
+        var operatorKeys: [XOnlyPublicKey] = []
+        let operatorRaw = raw("operator_keys")
+        var operatorTexts: [String] = []
+        if let text = operatorRaw.text {
+            operatorTexts = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+        } else if let json = operatorRaw.json {
+            guard let array = json.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
+                throw .invalid(field: "operator_keys", value: JSONWriter.compact(json), reason: "must be an array of hex or npub strings")
+            }
+            operatorTexts = array.compactMap(\.stringValue)
+        }
+        for text in operatorTexts {
+            do {
+                let key = try OperatorKeys.parse(text)
+                if !operatorKeys.contains(key) { operatorKeys.append(key) }
+            } catch {
+                throw .invalid(field: "operator_keys", value: text, reason: error.description)
+            }
+        }
+        let fleetSite = try string("fleet_site") ?? geohash.string
+        guard !fleetSite.isEmpty, fleetSite.utf8.count <= UnverifiedEvent.Limits.maxTagElementBytes else {
+            throw .invalid(field: "fleet_site", value: fleetSite, reason: "must be 1–\(UnverifiedEvent.Limits.maxTagElementBytes) bytes")
         }
         let levelText = try string("log_level") ?? "info"
         guard let logLevel = LogLevel(name: levelText) else {
@@ -274,12 +473,79 @@ public struct BridgeConfiguration: Sendable {
         if let modlog, modlog.objectValue == nil {
             throw .invalid(field: "modlog", value: JSONWriter.compact(modlog), reason: "must be an object")
         }
-        return BridgeConfiguration(
+        var configuration = BridgeConfiguration(
             geohash: geohash, nickname: nickname, dataDirectory: dataDirectory, relays: relays,
             relayDirectory: relayDirectory, relayFile: relayFile, mesh: mesh, mirrorDownlink: mirror.0,
-            mirrorUplink: mirror.1, shadow: shadow, gateway: gateway, rendezvous: rendezvous, httpListen: httpListen,
+            mirrorUplink: mirror.1, shadow: shadow, gateway: gateway, channelLevels: channelLevels, rendezvous: rendezvous,
+            httpListen: httpListen,
             powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: sources)
+        configuration.warnings = unknownVariables(in: environment)
+        configuration.meshPeerTimeoutSeconds = meshPeerTimeout
+        configuration.syncReplyBudgetBytes = syncReplyBudget
+        configuration.operatorKeys = operatorKeys
+        configuration.fleetSite = fleetSite
+        return configuration
     }
+
+    /// `run --data-dir DIR`: the option wins over the file and `BRIDGE_DATA_DIR`, as for every other command.
+    public mutating func overrideDataDirectory(_ path: String) {
+        dataDirectory = path
+        sources["data_dir"] = .option
+    }
+
+    /// `channel_levels`: a comma-separated list (env) or an array of names or lengths (file); `none` (or an
+    /// empty list) serves the geohash alone. Each level must be one the geohash has (a parent at an app
+    /// level, or `block` under a 6-character geohash); its own level is always served and may be listed.
+    static func parseChannelLevels(_ raw: (text: String?, json: JSONValue?), geohash: GeohashCell)
+        throws(ConfigurationError) -> Set<ChannelLevel>
+    {
+        let available = ChannelLevels.defaultLevels(for: geohash)
+        var names: [String]
+        let shown: String
+        if let text = raw.text {
+            names = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+            shown = text
+        } else if let json = raw.json {
+            shown = JSONWriter.compact(json)
+            if let text = json.stringValue {
+                names = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+            } else if let array = json.arrayValue {
+                names = []
+                for element in array {
+                    if let text = element.stringValue {
+                        names.append(text)
+                    } else if let number = element.integerValue {
+                        names.append(String(number))
+                    } else {
+                        throw .invalid(field: "channel_levels", value: shown, reason: "must be level names or lengths")
+                    }
+                }
+            } else {
+                throw .invalid(field: "channel_levels", value: shown, reason: "must be a list of level names or lengths")
+            }
+        } else {
+            return available
+        }
+        if names == ["none"] { names = [] }
+        let offered = (available.sorted().map(\.name) + ["none"]).joined(separator: ", ")
+        var levels: Set<ChannelLevel> = []
+        for name in names {
+            guard let level = ChannelLevel(name: name) else {
+                throw .invalid(field: "channel_levels", value: shown, reason: "'\(name)' is no channel level (\(offered))")
+            }
+            if level.rawValue == geohash.precision { continue }
+            guard available.contains(level) else {
+                throw .invalid(
+                    field: "channel_levels", value: shown,
+                    reason: "'\(name)' is neither a parent nor the block level of \(geohash) (\(offered))")
+            }
+            levels.insert(level)
+        }
+        return levels
+    }
+
+    /// Every channel the gateway serves, the geohash first (``ChannelLevels/channels(for:levels:)``).
+    public var servedChannels: [GeohashCell] { ChannelLevels.channels(for: geohash, levels: channelLevels) }
 
     /// The 6-character rendezvous cell, when the geohash is precise enough.
     public var rendezvousCell: GeohashCell? { geohash.precision >= 6 ? geohash.truncated(to: 6) : nil }
@@ -301,9 +567,14 @@ public struct BridgeConfiguration: Sendable {
             entry("text_mirror", .string(mirror)),
             entry("shadow", .bool(shadow)),
             entry("gateway", .bool(gateway)),
+            entry("channel_levels", .array(channelLevels.sorted().map { .string($0.name) })),
             entry("rendezvous", .bool(rendezvous)),
             entry("http_listen", .string(httpListen ?? "off")),
             entry("pow_bits", .integer(Int64(powBits))),
+            entry("mesh_peer_timeout", .integer(Int64(meshPeerTimeoutSeconds))),
+            entry("sync_reply_budget", .integer(Int64(syncReplyBudgetBytes))),
+            entry("operator_keys", .array(operatorKeys.map { .string($0.hex) })),
+            entry("fleet_site", .string(fleetSite)),
             entry("log_level", .string(logLevel.name)),
             entry("spam", spam ?? .object([])),
             entry("modlog", modlog ?? .object([])),

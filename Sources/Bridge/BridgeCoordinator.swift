@@ -5,106 +5,227 @@ public import BotSupport
 import Geohash
 public import IdentityCache
 public import Mesh
-public import Nostr
-
-/// What the bridge needs from the relay side (the executable adapts the live relay pool to it), so this
-/// module never touches sockets.
-public protocol BridgeRelayClient: Sendable {
-    func publish(_ event: NostrEvent)
-}
-
-/// Inbound relay traffic, already verified by the pool (structure, verification budget, signature).
-public enum BridgeRelayInput: Sendable {
-    case event(NostrEvent)
-    /// How many relays are connected now.
-    case connectedRelays(Int)
-    /// A relay answered `OK true` for this event (stored, or `duplicate:`): it is no longer a pending uplink.
-    case accepted(EventID)
-}
-
-/// Decides whether a message may cross: block list, spam filter, moderation log. Owned by the coordinator
-/// and called only from it (so implementations need not be thread-safe).
-public protocol BridgeJudgement: AnyObject {
-    func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> BridgeRouter.Verdict
-    /// Periodic upkeep (moderation-log retention); called about once a minute.
-    func maintain(now: Double)
-}
+import ModerationLog
+public import MeshSync
+import Nostr
+import SpamFilter
+import Synchronization
 
 /// Runs the bridge: feeds relay events, mesh actions and time into the pure ``BridgeRouter`` and performs
-/// its actions (persist, publish, broadcast, mirror). One actor hop per inbound message; the router, the
-/// stranger cache and the judgement are plain properties, touched only here.
+/// its actions (persist, publish, broadcast, mirror, record what was hidden). One actor hop per inbound
+/// message; the router, the stranger cache and the stores are touched only here.
+///
+/// Mesh submissions leave through one ordered outbox drained by one task (never a fire-and-forget `Task`
+/// per submission), so they reach the mesh node in the order the router decided them, and ``shutdown()``
+/// awaits the last of them (the signed leave) before the mesh link is closed.
+///
+/// This file holds the coordinator's state, its start and stop, and the performing of the router's actions;
+/// the intake of relay events and mesh actions is in `BridgeCoordinator+Inputs.swift`, the board and the
+/// operator's notices in `+Board`, operator inputs, fleet moderation and the console's calls in `+Operator`,
+/// the tick loop and the status snapshot in `+Time`, the store work and durable uplinks in `+Stores`.
 public actor BridgeCoordinator {
     public struct Dependencies: Sendable {
         /// Wall-clock seconds since the Unix epoch.
         public var unixNow: @Sendable () -> Double
         /// Uniform [0, 1) for the downlink holds.
         public var unitRandom: @Sendable () -> Double
+        /// Told every verdict and crossing (the console's live view); must not block (it runs on the actor).
+        public var activity: (@Sendable (BridgeActivity) -> Void)?
 
-        public init(unixNow: @escaping @Sendable () -> Double, unitRandom: @escaping @Sendable () -> Double) {
+        public init(
+            unixNow: @escaping @Sendable () -> Double, unitRandom: @escaping @Sendable () -> Double,
+            activity: (@Sendable (BridgeActivity) -> Void)? = nil
+        ) {
             self.unixNow = unixNow
             self.unitRandom = unitRandom
+            self.activity = activity
         }
     }
 
-    private var router: BridgeRouter
-    private let mesh: MeshNode
-    private let relays: any BridgeRelayClient
-    private nonisolated(unsafe) let recent: RecentEventStore
-    private nonisolated(unsafe) let identities: PeerIdentityCache
-    private nonisolated(unsafe) let judgement: any BridgeJudgement
-    private nonisolated(unsafe) let uplinkStore: UplinkStore?
-    private let keys: BridgeKeys
-    private let channel: String?
-    private let powBits: Int
-    private let logger: Logger
-    private let dependencies: Dependencies
-    /// Noise keys of verified peers, for fingerprints (the spam filter's mesh sender key).
-    private var peerNoiseKeys: [MeshPeerID: [UInt8]] = [:]
-    /// Bridge/gateway peers in direct range (for the downlink yield order).
-    private var nearbyBridges: Set<MeshPeerID> = []
-    private let ownPeerID: MeshPeerID
-    private var connectedRelays = 0
-    public private(set) var failedPersists = 0
-    /// Failed writes to the ``UplinkStore`` (the uplink is still published; only its durability is lost).
-    public private(set) var failedUplinkWrites = 0
-    /// Uplinks replayed from the store at start.
-    public private(set) var replayedUplinks = 0
-    /// Set by ``flushUplinks()``: inbound relay events and mesh actions are ignored from then on, so no
-    /// deposit can arrive after the flush and be lost with the process.
-    private var intakeStopped = false
-    /// The operator lists last read successfully (at start or on SIGHUP), for the reload's change log.
-    private var lastReadablePolicy: OperatorLists?
-
-    public enum Limits {
-        /// Failed event-id writes between two log lines: a full disk fails every write, and one line per
-        /// forward would bury the log (and fill a journal on the same disk).
-        public static let persistFailureLogEvery = 100
+    /// The coordinator's own counters (the router keeps its own, ``BridgeCounters``).
+    public struct Counters: Sendable, Equatable {
+        /// Event-id writes that failed (the forward went ahead).
+        public var failedPersists = 0
+        /// Failed writes to the pending-uplink store (the uplink is still published; only its durability is lost).
+        public var failedUplinkWrites = 0
+        /// Moderation-log writes that failed (the message is hidden all the same).
+        public var failedModerationWrites = 0
+        /// Stranger-cache writes that failed.
+        public var failedSightingWrites = 0
+        /// Block-list reads that failed (the last list read stays in force).
+        public var failedBlockListReads = 0
+        /// Uplinks replayed from the store at start.
+        public var replayedUplinks = 0
+        /// Mesh submissions dropped because the outbox was full.
+        public var meshOutboxDrops = 0
     }
 
+    /// A consistent picture of the coordinator for `/metrics` and the summary line.
+    public struct Snapshot: Sendable, Equatable {
+        public var router: BridgeCounters
+        public var coordinator: Counters
+        public var pendingDownlinks: Int
+        public var queuedUplinks: Int
+        public var storedUplinks: Int?
+        public var uplinkStore: UplinkStore.Counters?
+        public var meshPeers: Int
+        public var connectedRelays: Int
+        public var strangerCacheEntries: Int?
+        public var identities: PeerIdentityCache.Counters
+        public var moderationRecords: Int?
+        public var blockedKeys: Int
+        /// The sync responder's counters (requests answered and refused, replies, reply bytes).
+        public var sync = SyncResponderCounters()
+        /// Board packets by store outcome.
+        public var boardPackets = Tally<SyncBoardOutcome>()
+        /// Packets newly kept for sync (verified, and for messages passed by the judgement), by kind.
+        public var syncStored = Tally<SyncStoreKind>()
+        /// Failed writes of the durable sync store (it keeps serving from memory).
+        public var syncWriteFailures = 0
+        /// Fleet lists offered, by outcome (empty when no operator key is configured).
+        public var fleetLists = Tally<FleetListOutcome>()
+        /// Accepted board packets by what the Nostr side did (BOARD.md §11).
+        public var boardNostr = Tally<BoardNostrOutcome>()
+    }
+
+    public enum Limits {
+        /// Failed writes between two log lines: a full disk fails every write, and one line per forward
+        /// would bury the log (and fill a journal on the same disk).
+        public static let failureLogEvery = 100
+        /// Mesh submissions waiting for the mesh node (relay verdicts, broadcasts); beyond this the newest
+        /// is dropped and counted — the mesh node's own gate then withholds that message after its timeout.
+        public static let meshOutbox = 4_096
+        /// The longest wait between two router ticks while nothing is due (presence cadence).
+        public static let maxTickWait: Double = 1
+        /// Shortest wait between two ticks, so a burst of wake-ups costs at most this rate.
+        public static let minTickWait: Double = 0.01
+        /// Hidden channel events kept for a release from the console (the newest; older ones cannot be released,
+        /// and the ±900 s window refuses them soon anyway). 1,000 events of ≤ 2 KB: a few MB at most.
+        public static let maxHeldHidden = 1_000
+        /// How often the priority authors are recomputed for the relay side (seconds): senders become
+        /// established at most 30 a minute, so every 5 s is prompt and costs one pass over ≤ 4,096 senders.
+        public static let priorityAuthorsRefresh: Double = 5
+    }
+
+    var router: BridgeRouter
+    private let mesh: MeshNode
+    let relays: any BridgeRelayClient
+    let stores: BridgeStores
+    let keys: BridgeKeys
+    let channel: String?
+    private let powBits: Int
+    let logger: Logger
+    let dependencies: Dependencies
+    private let outbox: AsyncStream<MeshInput>.Continuation
+    private let outboxStream: AsyncStream<MeshInput>
+    /// Wakes the tick loop early (``rescheduleTick(now:)``).
+    let wake = WakeSignal()
+    private let operatorInputs: AsyncStream<OperatorInput>.Continuation
+    private let operatorStream: AsyncStream<OperatorInput>
+    /// Noise keys of verified peers, for fingerprints (the spam filter's mesh sender key).
+    var peerNoiseKeys: [MeshPeerID: [UInt8]] = [:]
+    /// The downlink mirror's per-author mesh identities.
+    private var personas: PersonaBook
+    /// Verified peers on this island announcing the gateway or the bridge capability: who shares the
+    /// downlink with this bridge (``BridgeRouter/setIslandBridges(own:gateways:rendezvous:now:)``).
+    var islandGateways: Set<MeshPeerID> = []
+    var islandRendezvous: Set<MeshPeerID> = []
+    let ownPeerID: MeshPeerID
+    var connectedRelays = 0
+    var counters = Counters()
+    /// When the tick loop sleeps until now (Unix seconds); an input that makes work due earlier wakes it.
+    var scheduledWake: Double = .infinity
+    /// Set by ``shutdown()``: inbound relay events and mesh actions are ignored from then on, so no deposit
+    /// can arrive after the flush and be lost with the process.
+    var intakeStopped = false
+    /// The operator lists last read successfully (at start or on SIGHUP), for the reload's change log.
+    var lastReadablePolicy: OperatorLists?
+    var lastChangeToken: Int64?
+    /// The relay event being handled (so a hidden one can be held for release).
+    var currentEvent: NostrEvent?
+    /// Hidden channel events by id hex, for ``release(messageID:)``; bounded by ``Limits/maxHeldHidden``.
+    var heldHidden: [String: NostrEvent] = [:]
+    var heldOrder: [String] = []
+
+    /// Why a release did not happen.
+    public enum ReleaseError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Not among the hidden channel messages this run still holds (a mesh message, an older one, or a restart).
+        case notHeld(String)
+        case refused(BridgeRouter.ReleaseRefusal)
+
+        public var description: String {
+            switch self {
+            case .notHeld(let id): "message \(id) is not held for release (only this run's last \(Limits.maxHeldHidden) hidden channel messages are)"
+            case .refused(let refusal): refusal.description
+            }
+        }
+    }
+    /// Answers the mesh's REQUEST_SYNCs from ``BridgeStores/sync`` (BOARD.md §9.4), paced by its airtime budget.
+    var syncResponder: SyncResponder
+    /// The relay verdict the router gave the last public message (the engine's ``MeshAction/syncStore(_:)``
+    /// follows that message's ``MeshAction/publicMessage(_:)``): only a message the judgement passed is kept
+    /// for sync, so the bridge never serves what it hid.
+    private(set) var lastMeshVerdict: (stableID: String, relay: Bool)?
+    /// What the sync side did, for the summary: board packets by outcome, stored packets, store failures.
+    public internal(set) var syncBoardOutcomes = Tally<SyncBoardOutcome>()
+    /// Packets newly kept for sync, by store kind.
+    var syncStored = Tally<SyncStoreKind>()
+    /// Accepted board packets by what the Nostr side did.
+    var boardNostr = Tally<BoardNostrOutcome>()
+    /// Kind-1 geohash notes the relays delivered, for §11's "author already bridged it" check.
+    var boardNotes = RecentBoardNotes()
+    /// Verified peers' signing keys, so a board post's author key can be traced to a mesh identity for the
+    /// block list (iOS signs posts with the device's announce key, BOARD.md §4). Bounded like ``peerNoiseKeys``.
+    var peerSigningKeys: [MeshPeerID: [UInt8]] = [:]
+    /// The priority authors last given to the relay side, and when they were computed.
+    var priorityAuthors: Set<String> = []
+    var priorityAuthorsAt: Double = -.infinity
+    /// Fleet moderation (issue 18): the newest fleet list of the configured operator keys, or nil when none
+    /// are configured. The judge's lists are the local ones merged with it (``FleetList/mergedBlocks(local:fleet:)``).
+    var fleet: FleetListState?
+    let fleetSettings: FleetSettings?
+    /// The bridge's own block list (identity store) and denylist (console), before the fleet's are merged in.
+    var localBlocked: Set<IdentityKey>
+    var localDenylist: Denylist
+    /// Fleet words left out of the judge's denylist because it was full.
+    var fleetWordsDropped = 0
+
     public init(
-        router: BridgeRouter, mesh: MeshNode, relays: any BridgeRelayClient, recent: RecentEventStore,
-        identities: PeerIdentityCache, judgement: any BridgeJudgement, keys: BridgeKeys, powBits: Int,
-        logger: Logger, dependencies: Dependencies, uplinkStore: UplinkStore? = nil
+        router: BridgeRouter, mesh: MeshNode, relays: any BridgeRelayClient, stores: BridgeStores, keys: BridgeKeys,
+        powBits: Int, logger: Logger, dependencies: Dependencies, fleet: FleetSettings? = nil,
+        syncResponder: SyncResponder.Configuration = .init()
     ) {
-        self.uplinkStore = uplinkStore
+        self.syncResponder = SyncResponder(configuration: syncResponder)
+        self.fleetSettings = fleet
+        self.fleet = fleet.map { FleetListState(site: $0.site, operators: $0.operators) }
+        self.localBlocked = router.judge.blocked
+        self.localDenylist = router.judge.denylist
         self.router = router
         self.mesh = mesh
         self.relays = relays
-        self.recent = recent
-        self.identities = identities
-        self.judgement = judgement
+        self.stores = stores
         self.keys = keys
+        self.personas = PersonaBook(seed: keys.nostrSeed)
         self.channel = router.settings.channel?.string
         self.ownPeerID = MeshPeerID(noisePublicKey: keys.noiseKey.publicKey)
         self.powBits = powBits
         self.logger = logger
         self.dependencies = dependencies
-        self.lastReadablePolicy = identities.operatorLists
+        self.lastReadablePolicy = stores.identities.operatorLists
+        (outboxStream, outbox) = AsyncStream.makeStream(of: MeshInput.self, bufferingPolicy: .bufferingOldest(Limits.meshOutbox))
+        (operatorStream, operatorInputs) = AsyncStream.makeStream(of: OperatorInput.self, bufferingPolicy: .bufferingOldest(64))
     }
 
-    /// Runs until `relayInputs` ends, the mesh node stops, or the task is cancelled.
+    /// Queues an operator request (from a signal handler or any thread); handled in order by ``run(relayInputs:)``.
+    public nonisolated func submit(_ input: OperatorInput) { operatorInputs.yield(input) }
+
+    /// Runs until ``shutdown()`` (or cancellation): consumes `relayInputs` and the mesh node's actions, ticks
+    /// the router when it has work due, keeps the moderation log trimmed. Returns once the mesh outbox is
+    /// drained (after ``shutdown()``, its last entry is the signed leave).
     public func run(relayInputs: AsyncStream<BridgeRelayInput>) async {
         replayUplinks()
+        loadKeptFleetList()
+        refreshFromStore(force: true)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await input in relayInputs { await self.handle(input) }
@@ -112,98 +233,38 @@ public actor BridgeCoordinator {
             group.addTask { [mesh] in
                 for await action in mesh.actions { await self.handle(action) }
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    let wait = await self.tick()
-                    try? await Task.sleep(for: .milliseconds(Int64(max(20, min(1000, wait * 1000)))))
-                }
+            group.addTask { [operatorStream] in
+                for await input in operatorStream { await self.handle(input) }
             }
+            group.addTask { await self.tickLoop() }
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(60))
                     if !Task.isCancelled { await self.minutely() }
                 }
             }
-            await group.next()
+            // The outbox ends only at shutdown (or cancellation), after the leave: then the rest stops too.
+            // Inputs ending earlier (the relay pool stopped, the mesh link gone) stop nothing.
+            for await input in outboxStream { await mesh.submit(input) }
             group.cancelAll()
         }
         logSummary()
     }
 
-    // MARK: Inputs
-
-    private func handle(_ input: BridgeRelayInput) {
-        let now = dependencies.unixNow()
-        switch input {
-        case .event(let event):
-            guard !intakeStopped else { return }
-            // Debug level: the soak scripts count what the relays delivered from this line.
-            logger.debug("relay event", [("event.id", .string(event.id.hex))])
-            recordSighting(try? .nostr(pubkey: event.pubkey.bytes, nickname: event.firstTag("n").flatMap { $0.count > 1 ? $0[1] : nil }))
-            let actions = router.relayEvent(event, now: now, random: dependencies.unitRandom(), judge: judge)
-            perform(actions)
-        case .connectedRelays(let count):
-            connectedRelays = count
-            perform(router.relaysConnected(count > 0, now: now))
-        case .accepted(let id):
-            guard let uplinkStore else { return }
-            do {
-                if try uplinkStore.remove(id) { logger.debug("uplink acknowledged", [("event.id", .string(id.hex))]) }
-            } catch {
-                uplinkWriteFailed(error, id: id)
-            }
-        }
+    /// Graceful stop, first step: stops intake, writes the deposits the router still holds (no relay was
+    /// connected) to the uplink store, queues the signed leave as the last mesh submission and closes the
+    /// outbox; ``run(relayInputs:)`` returns when the mesh node has taken all of it. Returns how many uplinks
+    /// are pending in the store now (logged).
+    @discardableResult
+    public func shutdown() -> Int {
+        let pending = flushUplinks()
+        submit(.sendLeave)
+        outbox.finish()
+        return pending
     }
 
-    private func handle(_ action: MeshAction) {
-        guard !intakeStopped else { return }
-        let now = dependencies.unixNow()
-        switch action {
-        case .peerVerified(let peer):
-            peerNoiseKeys[peer.id] = peer.noisePublicKey
-            let isBridge = peer.capabilities.map { !$0.intersection([.bridge, .gateway]).isEmpty } ?? false
-            if isBridge && peer.isDirect { nearbyBridges.insert(peer.id) } else { nearbyBridges.remove(peer.id) }
-            router.setBridgesAhead(nearbyBridges.filter { $0 < ownPeerID }.count)
-            recordSighting(
-                try? .mesh(
-                    noiseKey: peer.noisePublicKey, signingKey: peer.signingPublicKey.rawRepresentation,
-                    peerID: peer.id.rawValue, nickname: peer.nickname))
-        case .peerLost(let id, _):
-            peerNoiseKeys[id] = nil
-            nearbyBridges.remove(id)
-            router.setBridgesAhead(nearbyBridges.filter { $0 < ownPeerID }.count)
-        case .publicMessage(let message):
-            let noise = peerNoiseKeys[message.sender]
-            let fingerprint = noise.map { Hex.encode(SHA256.hash($0)) }
-            let identity = noise.flatMap { try? IdentityKey.mesh(noiseKey: $0) }
-            perform(router.meshMessage(message, senderKey: fingerprint ?? message.sender.hex, identity: identity, judge: judge))
-        case .carrier(let carrier):
-            perform(router.meshCarrier(carrier, now: now, judge: judge))
-        case .transmit:
-            break
-        }
-    }
-
-    /// Periodic work; returns seconds until the router wants the next tick.
-    private func tick() -> Double {
-        let now = dependencies.unixNow()
-        perform(router.tick(now: now))
-        return router.nextWake(now: now) - now
-    }
-
-    private func judge(_ candidate: BridgeRouter.Candidate) -> BridgeRouter.Verdict {
-        judgement.judge(candidate, now: dependencies.unixNow())
-    }
-
-    private func recordSighting(_ sighting: PeerIdentityCache.Sighting?) {
-        guard let sighting else { return }
-        let now = UTCTime(millisecondsSince1970: Int64(dependencies.unixNow() * 1000))
-        do {
-            _ = try identities.recordSighting(sighting, now: now)
-        } catch {
-            logger.warning("stranger cache write failed", [("error", .string("\(error)"))])
-        }
-    }
+    /// Wall-clock seconds as the mesh's ms.
+    static func ms(_ seconds: Double) -> UInt64 { MeshPacket.timestampMs(fromSeconds: seconds) }
 
     // MARK: Actions
 
@@ -214,10 +275,10 @@ public actor BridgeCoordinator {
     /// to keep crossing; the in-memory loop guard still stops every repeat while this process runs, and the
     /// only cost is that a restart *during* the outage may forward the relay's replay of those few events once
     /// more (phones deduplicate by event id). Skipping would silence the bridge for as long as the disk is
-    /// full — a worse failure for the people on the mesh. Each failure is counted (`failedPersists`, metrics)
-    /// and logged, the first and then every ``Limits/persistFailureLogEvery``-th, so a full disk cannot flood
-    /// the log.
-    private func perform(_ actions: [BridgeRouter.Action]) {
+    /// full — a worse failure for the people on the mesh. Each failure is counted and logged, the first and
+    /// then every ``Limits/failureLogEvery``-th, so a full disk cannot flood the log.
+    func perform(_ actions: [BridgeRouter.Action]) {
+        if let activity = dependencies.activity { report(router.takeJudgements(), actions, to: activity) }
         // The router remembers a forwarded uplink as published right before publishing it; its own presence
         // comes without one and is not kept (re-sent on every connect anyway).
         var rememberedPublished: EventID?
@@ -225,17 +286,7 @@ public actor BridgeCoordinator {
             switch action {
             case .remember(let id, let role):
                 if role == .published { rememberedPublished = id }
-                do {
-                    try recent.record(id.bytes, as: role)
-                } catch {
-                    failedPersists += 1
-                    if failedPersists % Limits.persistFailureLogEvery == 1 || Limits.persistFailureLogEvery == 1 {
-                        logger.error("cannot record a forwarded event; forwarding it anyway (a restart now could repeat it)", [
-                            ("event.id", .string(id.hex)), ("error", .string(error.description)),
-                            ("disk_full", .bool(error.isDiskFull)), ("failures", .integer(Int64(failedPersists))),
-                        ])
-                    }
-                }
+                remember(id, as: role)
             case .publish(let event):
                 if rememberedPublished == event.id { keepUntilAcknowledged(event) }
                 rememberedPublished = nil
@@ -246,10 +297,88 @@ public actor BridgeCoordinator {
             case .mirrorUplink(let message, let senderKey):
                 mirrorUplink(message, senderKey: senderKey)
             case .meshRelay(let stableID, let relay):
-                let node = mesh
-                Task { await node.submit(.relayVerdict(stableID: stableID, relay: relay)) }
+                lastMeshVerdict = (stableID, relay)
+                submit(.relayVerdict(stableID: stableID, relay: relay))
+            case .recordHidden(let report):
+                recordHidden(report)
             }
         }
+    }
+
+    /// The live view's feed: each verdict, then each crossing among `actions`.
+    private func report(
+        _ judgements: [BridgeRouter.Judgement], _ actions: [BridgeRouter.Action], to activity: @Sendable (BridgeActivity) -> Void
+    ) {
+        let now = dependencies.unixNow()
+        let channel = channel ?? "mesh"
+        let keepText = router.judge.settings.logText
+        for j in judgements {
+            let kind: BridgeActivity.Kind
+            switch j.verdict {
+            case .hide: kind = .hidden
+            case .pass: kind = j.report?.shadow == true ? .wouldHide : .passed
+            }
+            let c = j.candidate
+            activity(BridgeActivity(
+                at: now, kind: kind, direction: c.direction, channel: channel, sender: c.senderKey, displayName: c.displayName,
+                messageID: c.messageID, text: keepText ? c.text : nil, rule: j.report?.rule.label, figures: j.report?.record?.figures ?? .null))
+        }
+        var remembered: EventID?
+        for action in actions {
+            switch action {
+            case .remember(let id, let role) where role == .published: remembered = id
+            case .publish(let event) where event.id == remembered:
+                activity(BridgeActivity(
+                    at: now, kind: .published, direction: .meshToNostr, channel: channel, sender: event.pubkey.hex,
+                    displayName: nil, messageID: event.id.hex, text: nil, rule: nil))
+            case .broadcast(_, let id):
+                activity(BridgeActivity(
+                    at: now, kind: .downlinked, direction: .nostrToMesh, channel: channel, sender: "", displayName: nil,
+                    messageID: id.hex, text: nil, rule: nil))
+            default: break
+            }
+        }
+    }
+
+    func submit(_ input: MeshInput) {
+        if case .dropped = outbox.yield(input) { counters.meshOutboxDrops += 1 }
+    }
+
+    func remember(_ id: EventID, as role: RecentEventStore.Role) {
+        do {
+            try stores.recent.record(id.bytes, as: role)
+        } catch {
+            failed(\.failedPersists, "cannot record a forwarded event; forwarding it anyway (a restart now could repeat it)",
+                   error, id: id)
+        }
+    }
+
+    /// The log line of every hidden message and, for spam verdicts, its moderation-log row. A row that cannot
+    /// be written is reported and counted; the message stays hidden (hiding never depends on the log).
+    private func recordHidden(_ report: HiddenReport) {
+        let candidate = report.candidate
+        if !report.shadow, candidate.direction == .nostrToMesh, let event = currentEvent, event.id.hex == candidate.messageID,
+            heldHidden[candidate.messageID] == nil
+        {
+            heldHidden[candidate.messageID] = event
+            heldOrder.append(candidate.messageID)
+            if heldOrder.count > Limits.maxHeldHidden { heldHidden[heldOrder.removeFirst()] = nil }
+        }
+        var metadata: [(String, JSONValue)] = [
+            ("hidden.rule", .string(report.rule.label)), ("hidden.direction", .string(candidate.direction.rawValue)),
+            ("hidden.sender", .string(candidate.senderKey)), ("hidden.message", .string(candidate.messageID)),
+            ("hidden.shadow", .bool(report.shadow)),
+        ]
+        if let name = candidate.displayName { metadata.append(("hidden.name", .string(name))) }
+        if router.judge.settings.logText { metadata.append(("hidden.text", .string(String(candidate.text.prefix(120))))) }
+        if let record = report.record, let log = stores.moderationLog {
+            do {
+                try log.append(record)
+            } catch {
+                failed(\.failedModerationWrites, "moderation log write failed; the message is still hidden", error, id: nil)
+            }
+        }
+        logger.notice(report.shadow ? "would hide (shadow mode)" : "hidden", metadata)
     }
 
     private func broadcast(_ downlink: BridgeRouter.Downlink, id: EventID) {
@@ -260,18 +389,28 @@ public actor BridgeCoordinator {
                 logger.warning("carrier could not be encoded", [("event.id", .string(id.hex))])
                 return
             }
-            let packet = MeshPacket(
-                type: .nostrCarrier, timestamp: now, sender: MeshPeerID(noisePublicKey: keys.noiseKey.publicKey), payload: bytes)
-            let node = mesh
-            Task { await node.submit(.originate(packet, sign: false)) }
+            // Packet-signed with the bridge's announced key (issue 16 part 4): phones that check carriers
+            // (Android's open PR #770 requires a signature on every carrier, broadcasts included) accept it;
+            // iOS ignores the signature of a broadcast carrier and relies on the Nostr one (MESH-WIRE §4.2).
+            let packet = MeshPacket(type: .nostrCarrier, timestamp: now, sender: ownPeerID, payload: bytes)
+            submit(.originate(packet, sign: true))
             logger.info("downlinked", [
                 ("event.id", .string(id.hex)), ("carrier.direction", .string(payload.direction.name)),
                 ("carrier.geohash", .string(payload.geohash)),
             ])
-        case .text(let text):
-            let node = mesh
-            Task { await node.submit(.sendPublicMessage(text)) }
-            logger.info("mirrored to mesh", [("event.id", .string(id.hex))])
+        case .text(let text, let author, let name):
+            do {
+                let seconds = Double(now) / 1000
+                let (persona, announce) = try personas.persona(author: author, name: name, now: seconds)
+                if announce {
+                    submit(.originateSigned(try PersonaBook.announce(persona, at: now)))
+                    personas.announced(persona, now: seconds)
+                }
+                submit(.originateSigned(try PersonaBook.message(persona, text: text, at: now)))
+                logger.info("mirrored to mesh", [("event.id", .string(id.hex)), ("mesh.persona", .string(persona.peerID.hex))])
+            } catch {
+                logger.warning("mirror to mesh failed: persona keys", [("event.id", .string(id.hex)), ("error", .string("\(error)"))])
+            }
         }
     }
 
@@ -290,212 +429,11 @@ public actor BridgeCoordinator {
             let mined = try NostrPoW.mine(unsigned, target: powBits)
             let event = try mined.event.signed(with: key)
             router.recordOwnPublication(event.id)
-            try recent.record(event.id.bytes, as: .published)
+            remember(event.id, as: .published)
             keepUntilAcknowledged(event)
             relays.publish(event)
         } catch {
             logger.warning("mirror uplink failed", [("error", .string("\(error)"))])
         }
-    }
-
-    // MARK: Durable uplinks
-
-    /// Writes `event` to the ``UplinkStore`` before it goes to the pool; deleted again at the first `OK true`.
-    private func keepUntilAcknowledged(_ event: NostrEvent) {
-        guard let uplinkStore else { return }
-        do {
-            let dropped = try uplinkStore.save(event)
-            if dropped > 0 {
-                logger.warning("uplink store full; oldest pending uplinks dropped", [
-                    ("dropped", .integer(Int64(dropped))), ("limit", .integer(Int64(UplinkStore.Limits.maxRows))),
-                ])
-            }
-        } catch {
-            uplinkWriteFailed(error, id: event.id)
-        }
-    }
-
-    private func uplinkWriteFailed(_ error: SQLiteError, id: EventID) {
-        failedUplinkWrites += 1
-        if failedUplinkWrites % Limits.persistFailureLogEvery == 1 || Limits.persistFailureLogEvery == 1 {
-            logger.error("uplink store write failed; the uplink is published but would not survive a stop", [
-                ("event.id", .string(id.hex)), ("error", .string(error.description)),
-                ("disk_full", .bool(error.isDiskFull)), ("failures", .integer(Int64(failedUplinkWrites))),
-            ])
-        }
-    }
-
-    /// Start: publishes the uplinks an earlier run left unacknowledged, oldest first, skipping the expired
-    /// (``UplinkStore/Limits/maxAgeSeconds``). The pool sends them as relays connect (or queues them, within
-    /// its per-relay bound); each stays in the store until a relay acknowledges it.
-    private func replayUplinks() {
-        guard let uplinkStore else { return }
-        let before = uplinkStore.counters
-        let events: [NostrEvent]
-        do {
-            events = try uplinkStore.pending(now: Int64(dependencies.unixNow()))
-        } catch {
-            logger.error("cannot read the uplink store; pending uplinks of the last run are not replayed", [
-                ("error", .string(error.description)),
-            ])
-            return
-        }
-        let after = uplinkStore.counters
-        for event in events {
-            router.recordOwnPublication(event.id)
-            try? recent.record(event.id.bytes, as: .published)
-            relays.publish(event)
-        }
-        replayedUplinks += events.count
-        if !events.isEmpty || after != before {
-            logger.notice("replaying pending uplinks", [
-                ("uplinks.replayed", .integer(Int64(events.count))),
-                ("uplinks.expired", .integer(Int64(after.expired - before.expired))),
-                ("uplinks.unreadable", .integer(Int64(after.unreadable - before.unreadable))),
-                ("event.ids", .array(events.prefix(PolicyChange.Limits.keysLogged).map { .string($0.id.hex) })),
-            ])
-        }
-    }
-
-    /// Graceful stop: stops intake, then writes the deposits the router still holds (no relay was connected) to the store; the
-    /// uplinks already handed to the pool are there since then. Returns how many uplinks are pending in the
-    /// store now (logged).
-    @discardableResult
-    public func flushUplinks() -> Int {
-        intakeStopped = true
-        let held = router.drainQueuedUplinks()
-        guard let uplinkStore else {
-            if !held.isEmpty { logger.warning("no uplink store; held deposits are lost", [("uplinks", .integer(Int64(held.count)))]) }
-            return 0
-        }
-        for event in held {
-            try? recent.record(event.id.bytes, as: .published)
-            keepUntilAcknowledged(event)
-        }
-        let pending = (try? uplinkStore.count()) ?? -1
-        logger.notice("pending uplinks flushed to the queue store", [
-            ("uplinks.held", .integer(Int64(held.count))), ("uplinks.pending", .integer(Int64(pending))),
-        ])
-        return pending
-    }
-
-    // MARK: Operator
-
-    /// SIGHUP: installs the operator's lists read again from `policy.json` and logs what changed (keys added to
-    /// and removed from each list; public keys only). A file that cannot be read or parsed fails closed:
-    /// retention passes stop (``PeerIdentityCache/setOperatorLists(_:)`` with nil) and the last readable block
-    /// list stays in force, so an editing mistake never unblocks anyone. Returns the change, for tests.
-    @discardableResult
-    public func reloadPolicy(_ result: Result<OperatorLists, OperatorLists.LoadError>) -> PolicyChange? {
-        switch result {
-        case .failure(let error):
-            identities.setOperatorLists(nil)
-            logger.error("policy reload failed; retention passes held, the last readable block list stays in force", [
-                ("error", .string(error.description)),
-            ])
-            return nil
-        case .success(let lists):
-            // Compared with the last readable lists (the ones whose block list stayed in force), not with
-            // the nil of a failed reload in between.
-            let change = PolicyChange(old: lastReadablePolicy ?? .empty, new: lists)
-            lastReadablePolicy = lists
-            identities.setOperatorLists(lists)
-            var metadata: [(String, JSONValue)] = [
-                ("policy.allow", .integer(Int64(lists.allowed.count))), ("policy.verify", .integer(Int64(lists.verified.count))),
-                ("policy.block", .integer(Int64(lists.blocked.count))),
-            ]
-            for (name, keys) in change.listed {
-                metadata.append((name, .array(keys.prefix(PolicyChange.Limits.keysLogged).map { .string($0.qualified) })))
-            }
-            logger.notice(change.isEmpty ? "policy reloaded; no change" : "policy reloaded", metadata)
-            return change
-        }
-    }
-
-    // MARK: Observability
-
-    /// Counters for metrics and tests.
-    public var counters: [String: Int] { router.counters }
-
-    /// The bridge-side part of the metrics (the executable adds the relay and mesh transport figures).
-    public func metrics() -> BridgeMetrics {
-        var m = BridgeMetrics()
-        let c = router.counters
-        m.forwarded = [
-            "nostr-to-mesh": c["nostr_to_mesh.broadcast"] ?? 0,
-            "mesh-to-nostr": (c["mesh_to_nostr.published"] ?? 0) + (c["mesh_to_nostr.mirrored"] ?? 0),
-        ]
-        for (name, count) in c {
-            let parts = name.split(separator: ".")
-            guard parts.count == 3, parts[1] == "hidden" else { continue }
-            let direction = parts[0] == "mesh_to_nostr" ? "mesh-to-nostr" : "nostr-to-mesh"
-            m.hidden[.init(direction: direction, rule: String(parts[2])), default: 0] += count
-        }
-        m.deposits = c["deposit.accepted"] ?? 0
-        m.queueDepths = ["downlink": router.pendingDownlinks, "uplink": router.queuedUplinks]
-        if let stored = try? uplinkStore?.count() { m.queueDepths["uplink_store"] = stored }
-        if let uplinkStore { m.queueDrops["uplink_store"] = uplinkStore.counters.dropped + uplinkStore.counters.expired }
-        m.queueDrops = ["downlink": c["downlink.drop.queue_full"] ?? 0, "uplink": c["deposit.drop.queue_full"] ?? 0]
-        m.meshPeers = peerNoiseKeys.count
-        m.strangerCacheEntries = identities.strangerCount ?? 0
-        m.strangerCacheEvictions = identities.counters.evictedByCap + identities.counters.forgottenByAge
-        return m
-    }
-    public var pendingDownlinks: Int { router.pendingDownlinks }
-
-    private func minutely() {
-        judgement.maintain(now: dependencies.unixNow())
-        logSummary()
-    }
-
-    private func logSummary() {
-        let c = router.counters
-        func total(_ prefix: String) -> Int { c.filter { $0.key.hasPrefix(prefix) }.values.reduce(0, +) }
-        logger.notice("summary", [
-            ("forwarded.nostr_to_mesh", .integer(Int64(c["nostr_to_mesh.broadcast"] ?? 0))),
-            ("forwarded.mesh_to_nostr", .integer(Int64((c["mesh_to_nostr.published"] ?? 0) + (c["mesh_to_nostr.mirrored"] ?? 0)))),
-            ("hidden.nostr_to_mesh", .integer(Int64(total("nostr_to_mesh.hidden.")))),
-            ("hidden.mesh_to_nostr", .integer(Int64(total("mesh_to_nostr.hidden.")))),
-            ("relays.connected", .integer(Int64(connectedRelays))),
-            ("mesh.peers", .integer(Int64(peerNoiseKeys.count))),
-            ("downlinks.pending", .integer(Int64(router.pendingDownlinks))),
-        ])
-    }
-}
-
-/// What a policy reload changed, list by list.
-public struct PolicyChange: Equatable, Sendable {
-    public enum Limits {
-        /// Keys named per list in the reload's log line (the counts are always complete): a 10,000-key file
-        /// must not become one enormous line.
-        public static let keysLogged = 50
-    }
-
-    public var blockAdded: [IdentityKey]
-    public var blockRemoved: [IdentityKey]
-    public var allowAdded: [IdentityKey]
-    public var allowRemoved: [IdentityKey]
-    public var verifyAdded: [IdentityKey]
-    public var verifyRemoved: [IdentityKey]
-
-    public init(old: OperatorLists, new: OperatorLists) {
-        func sorted(_ keys: Set<IdentityKey>) -> [IdentityKey] { keys.sorted { $0.qualified < $1.qualified } }
-        blockAdded = sorted(new.blocked.subtracting(old.blocked))
-        blockRemoved = sorted(old.blocked.subtracting(new.blocked))
-        allowAdded = sorted(new.allowed.subtracting(old.allowed))
-        allowRemoved = sorted(old.allowed.subtracting(new.allowed))
-        verifyAdded = sorted(new.verified.subtracting(old.verified))
-        verifyRemoved = sorted(old.verified.subtracting(new.verified))
-    }
-
-    public var isEmpty: Bool { listed.isEmpty }
-
-    /// Non-empty changes as (log key, keys).
-    var listed: [(String, [IdentityKey])] {
-        [
-            ("policy.block.added", blockAdded), ("policy.block.removed", blockRemoved),
-            ("policy.allow.added", allowAdded), ("policy.allow.removed", allowRemoved),
-            ("policy.verify.added", verifyAdded), ("policy.verify.removed", verifyRemoved),
-        ].filter { !$0.1.isEmpty }
     }
 }

@@ -1,10 +1,11 @@
 public import BitchatWire
 public import BotCrypto
-import BotSupport
+public import BotSupport
 public import Geohash
 public import IdentityCache
 public import Mesh
 public import Nostr
+public import SpamFilter
 
 /// The bridge's policy as a pure state machine: inputs in, actions out, time and randomness passed in.
 /// It carries public chat between a geohash channel on Nostr and a bitchat mesh in two roles:
@@ -15,26 +16,38 @@ public import Nostr
 /// - **Rendezvous bridge** (directions 3/4, geohash ≥ 6 chars): events of the 9-cell `#r` ring are broadcast
 ///   as `fromBridge` carriers (≤ 20/min); `toBridge` deposits are published; presence every 4 min.
 ///
-/// Consent: only events signed by their authors cross, except the opt-in plain-text mirror (off by
-/// default, each direction separately). Loops are prevented by ``LoopGuard``'s four rules. Judgement
-/// (block list, spam filter, moderation log) is the caller's `judge` closure, asked after the structural
-/// and signature checks and before the budgets, as PRODUCT §3 orders it.
+/// Consent: only events signed by their authors cross, except the plain-text mirror (set per direction:
+/// down — channel lines said by the author's ``Persona`` — on by default, up opt-in). Loops are prevented by ``LoopGuard``'s four rules. Judgement is
+/// data: the router holds a pure ``BridgeJudge`` (block list + spam filter), asked after the structural and
+/// signature checks and before the budgets, as PRODUCT §3 orders it; what it hides leaves as
+/// ``Action/recordHidden(_:)`` for the shell to store. The router reads no clock (every input carries the
+/// time; the verification budget's monotonic origin is injected) and does no I/O.
+///
+/// This file holds the router's types, state, judgement and time (ticks, presence), and ``BridgeLimits``; the
+/// relay side is in `BridgeRouter+Relay.swift`, the mesh side in `BridgeRouter+Mesh.swift`, the downlink
+/// handover between an island's bridges in `BridgeRouter+Island.swift`.
 public struct BridgeRouter {
     /// Operator settings the router needs (from ``BridgeConfiguration``).
     public struct Settings: Sendable {
-        /// The channel for the gateway role, nil when the role is off.
+        /// The channel for the gateway role, nil when the role is off: its presence, its mirror and the
+        /// uplink are this channel's.
         public var channel: GeohashCell?
+        /// Every channel level downlinked (``ChannelLevels``): `channel` first; empty when the role is off.
+        public var servedChannels: [GeohashCell]
         /// The 6-character cell for the rendezvous role, nil when the role is off.
         public var rendezvousCell: GeohashCell?
         public var mirrorDownlink: Bool
         public var mirrorUplink: Bool
         public var limits: BridgeLimits
 
+        /// - Parameter servedChannels: the levels downlinked; nil = `channel` alone.
         public init(
             channel: GeohashCell?, rendezvousCell: GeohashCell?, mirrorDownlink: Bool = false,
-            mirrorUplink: Bool = false, limits: BridgeLimits = BridgeLimits()
+            mirrorUplink: Bool = false, limits: BridgeLimits = BridgeLimits(), servedChannels: [GeohashCell]? = nil
         ) {
             self.channel = channel
+            let served = channel.map { [$0] + (servedChannels ?? []).filter { $0 != channel } } ?? []
+            self.servedChannels = served
             self.rendezvousCell = rendezvousCell
             self.mirrorDownlink = mirrorDownlink
             self.mirrorUplink = mirrorUplink
@@ -42,18 +55,10 @@ public struct BridgeRouter {
         }
     }
 
-    /// Which way a message would cross.
-    public enum Direction: String, Sendable {
+    /// Which way a message would cross (the raw value is the `direction` metric label and log field).
+    public enum Direction: String, Sendable, CaseIterable {
         case meshToNostr = "mesh-to-nostr"
         case nostrToMesh = "nostr-to-mesh"
-
-        /// The spelling used in counter and metric names.
-        public var metricName: String {
-            switch self {
-            case .meshToNostr: "mesh_to_nostr"
-            case .nostrToMesh: "nostr_to_mesh"
-            }
-        }
     }
 
     /// What the judge sees: a neutral description of a message about to cross (SPAM-FILTER §1 sender keys).
@@ -85,17 +90,12 @@ public struct BridgeRouter {
         }
     }
 
-    /// The judge's answer.
-    public enum Verdict: Sendable, Equatable {
-        case pass
-        case hide(rule: String)
-    }
-
     /// What the bridge puts on the mesh.
     public enum Downlink: Sendable, Equatable {
         case carrier(NostrCarrierPayload)
-        /// Plain-text mirror: the bridge's own signed public message.
-        case text(String)
+        /// Plain-text mirror: a public message from the author's persona (``PersonaBook``): `name` is the
+        /// event's `n` tag, `author` its x-only public key.
+        case text(String, author: [UInt8], name: String?)
     }
 
     /// What the caller must do, in order.
@@ -104,25 +104,29 @@ public struct BridgeRouter {
         case remember(EventID, RecentEventStore.Role)
         /// Send to the relays now.
         case publish(NostrEvent)
-        /// Broadcast on the mesh (TTL 7, unsigned carrier or our signed public message).
+        /// Broadcast on the mesh (TTL 7): a carrier packet-signed with the bridge's announced key, or our signed public message.
         case broadcast(Downlink, eventID: EventID)
         /// Mirror a public mesh message to the channel under a per-author key (the caller signs and mines).
         case mirrorUplink(MeshPublicMessage, senderKey: String)
         /// Tell the mesh engine whether it may relay the public message `stableID` on (its relay gate,
         /// ``MeshInput/relayVerdict(stableID:relay:)``): false for a message the judgement hid.
         case meshRelay(stableID: String, relay: Bool)
+        /// The judge hid a message (or, in shadow mode, would have): log it and store its moderation record.
+        case recordHidden(HiddenReport)
     }
 
     public let settings: Settings
-    private var loop: LoopGuard<EventID, XOnlyPublicKey>
-    private var gatewayDownlinks: DownlinkScheduler<EventID, PendingDownlink>
-    private var bridgeDownlinks: DownlinkScheduler<EventID, PendingDownlink>
-    private var mirrorDownlinks: DownlinkScheduler<EventID, PendingDownlink>
-    private var uplinks: UplinkQueue<MeshPeerID, NostrEvent>
-    private var depositLimiter: KeyedWindowLimiter<MeshPeerID>
-    private var inboundLimiter: SlidingWindowLimiter
-    private var signerLimiter: KeyedWindowLimiter<XOnlyPublicKey>
-    private var carrierVerifier: EventVerifier
+    public private(set) var judge: BridgeJudge
+    var loop: LoopGuard<EventID, XOnlyPublicKey>
+    /// Everything put on the mesh from Nostr, under one airtime budget (``AirtimeScheduler``).
+    var downlinks: AirtimeScheduler<DownlinkKey, DownlinkLane, XOnlyPublicKey, PendingDownlink>
+    /// The served channel geohashes (``Settings/servedChannels``), for the relay-event scope check.
+    let served: Set<String>
+    var uplinks: UplinkQueue<MeshPeerID, NostrEvent>
+    var depositLimiter: KeyedWindowLimiter<MeshPeerID>
+    var inboundLimiter: SlidingWindowLimiter
+    var signerLimiter: KeyedWindowLimiter<XOnlyPublicKey>
+    var carrierVerifier: EventVerifier
     private let rendezvousKey: SchnorrSecretKey?
     /// Signs the channel presence (gateway role); nil sends none.
     private let channelKey: SchnorrSecretKey?
@@ -131,15 +135,103 @@ public struct BridgeRouter {
     /// When the next channel presence is due (nil: send at the next chance).
     private var nextChannelPresence: Double?
     private var lastChannelPresence: Double?
-    private let ring: Set<String>
-    private var relaysUp = false
-    /// Verified bridge/gateway peers in direct radio range whose peer ID sorts before ours.
-    private var bridgesAhead = 0
+    let ring: Set<String>
+    var relaysUp = false
+    /// This bridge and the other bridges on its island, per role (``setIslandBridges(own:gateways:rendezvous:now:)``).
+    var island = IslandBridges()
+    /// Downlinks another bridge on the island was chosen to carry (``CarrierChoice``), kept for the
+    /// handover window in case that bridge leaves; oldest first, at most ``HandoverLimits/maxDelegated``.
+    var delegated: [Delegated] = []
     private var lastPresence: Double?
-    /// Named counters: forwarded and dropped, by direction and reason (for metrics and the summary line).
-    public private(set) var counters: [String: Int] = [:]
-    private let monotonicBase = ContinuousClock.now
+    /// Forwarded, hidden and dropped, by direction and reason (for metrics and the summary line).
+    public internal(set) var counters = BridgeCounters()
+    /// Every verdict since the last ``takeJudgements()`` (the console's live view), oldest first; bounded by
+    /// ``Limits/maxJournal`` (the oldest go) so a caller that never drains it holds a few hundred values at most.
+    public private(set) var judgements: [Judgement] = []
+
+    /// One verdict of the judge, as the live view shows it.
+    public struct Judgement: Sendable, Equatable {
+        public let candidate: Candidate
+        public let verdict: Verdict
+        /// The report of a hidden or would-hide message (rule, shadow, figures).
+        public let report: HiddenReport?
+    }
+
+    public enum JournalLimits {
+        /// Verdicts kept between two drains (the coordinator drains after every input).
+        public static let maxJournal = 512
+    }
+
+    /// The verdicts since the last call, oldest first; empties the journal.
+    public mutating func takeJudgements() -> [Judgement] {
+        defer { judgements = [] }
+        return judgements
+    }
+    /// The verification budget's monotonic time: `clockOrigin` stands for the first Unix time the router is
+    /// given, later times are offsets from it (never backwards).
+    private let clockOrigin: ContinuousClock.Instant
     private var unixBase: Double?
+
+    /// One downlink: an event as a carrier, or (plain-text mirror) as the bridge's own text.
+    public struct DownlinkKey: Hashable, Sendable {
+        public let event: EventID
+        public let text: Bool
+    }
+
+    /// Where a downlink belongs, for round-robin turns: a channel level (its geohash), the ring, the mirror.
+    public enum DownlinkLane: Hashable, Sendable {
+        case gateway(String)
+        case bridge
+        case mirror
+
+        var queue: BridgeCounters.DownlinkQueue {
+            switch self {
+            case .gateway: .gateway
+            case .bridge: .bridge
+            case .mirror: .mirror
+            }
+        }
+    }
+
+    /// The bridges on this island as the router sees them: its own peer ID and the verified peers that
+    /// announce each role (the caller's view of the mesh, handed in as data).
+    struct IslandBridges: Sendable {
+        var own: MeshPeerID?
+        var gateways: Set<MeshPeerID> = []
+        var rendezvous: Set<MeshPeerID> = []
+
+        /// Who carries `event` on `lane`: nil = this bridge (also when it knows no other bridge).
+        func carrier(of event: EventID, lane: DownlinkLane) -> MeshPeerID? {
+            guard let own else { return nil }
+            let others: Set<MeshPeerID>
+            switch lane {
+            case .gateway, .mirror: others = gateways
+            case .bridge: others = rendezvous
+            }
+            guard !others.isEmpty, let chosen = CarrierChoice.carrier(for: event, among: others.union([own])), chosen != own
+            else { return nil }
+            return chosen
+        }
+    }
+
+    /// A downlink left to another bridge, with what is needed to schedule it if that bridge leaves.
+    struct Delegated: Sendable {
+        let pending: PendingDownlink
+        let key: DownlinkKey
+        let lane: DownlinkLane
+        let airtime: Int
+        let unit: Double
+        let protected: Bool
+        let laneLimit: Int?
+        var carrier: MeshPeerID
+        let until: Double
+    }
+
+    public enum HandoverLimits {
+        /// Downlinks kept for a handover (each holds one event's JSON, ≤ 64 KiB): the whole shared queue's
+        /// worth twice over, so a busy minute's delegations all survive the window.
+        public static let maxDelegated = 120
+    }
 
     struct PendingDownlink: Sendable {
         let downlink: Downlink
@@ -155,19 +247,24 @@ public struct BridgeRouter {
     ///   - remembered: ids persisted by an earlier run (``RecentEventStore``), so a restart forwards nothing twice.
     ///   - channelKey: signs the channel presence (NOSTR-GEO §5.3) when the gateway role is on; nil sends none.
     ///   - presenceSeed: seeds the random channel-presence intervals.
+    ///   - judge: the block list and spam filter (``BridgeJudge/passAll`` when judgement is not the point).
+    ///   - clockOrigin: any monotonic instant; the carried-event verification budget measures from it.
     public init(
         settings: Settings, ownKeys: Set<XOnlyPublicKey>, rendezvousKey: SchnorrSecretKey?,
         remembered: (published: [EventID], rebroadcast: [EventID]) = ([], []),
-        channelKey: SchnorrSecretKey? = nil, presenceSeed: UInt64 = 0
+        channelKey: SchnorrSecretKey? = nil, presenceSeed: UInt64 = 0, judge: BridgeJudge = .passAll,
+        clockOrigin: ContinuousClock.Instant
     ) {
         self.settings = settings
+        self.judge = judge
+        self.clockOrigin = clockOrigin
         let limits = settings.limits
         loop = LoopGuard(ownKeys: ownKeys)
         for id in remembered.published { loop.recordPublished(id) }
         for id in remembered.rebroadcast { loop.recordRebroadcast(id) }
-        gatewayDownlinks = DownlinkScheduler(perMinute: limits.gatewayDownlinksPerMinute, maxPending: limits.maxPendingDownlinks)
-        bridgeDownlinks = DownlinkScheduler(perMinute: limits.bridgeDownlinksPerMinute, maxPending: limits.maxPendingDownlinks)
-        mirrorDownlinks = DownlinkScheduler(perMinute: limits.gatewayDownlinksPerMinute, maxPending: limits.maxPendingDownlinks)
+        downlinks = AirtimeScheduler(settings: limits.airtime)
+        downlinks.setPacing(limits.mirrorPacing, lane: .mirror)
+        served = Set(settings.servedChannels.map(\.string))
         uplinks = UplinkQueue(maxTotal: limits.maxQueuedUplinks, maxPerDepositor: limits.maxQueuedUplinksPerDepositor)
         depositLimiter = KeyedWindowLimiter(limit: limits.depositsPerMinutePerDepositor, maxKeys: limits.maxTrackedPeers)
         inboundLimiter = SlidingWindowLimiter(limit: limits.inboundEventsPerMinute)
@@ -180,257 +277,54 @@ public struct BridgeRouter {
         ring = Set(settings.rendezvousCell?.ring.map(\.string) ?? [])
     }
 
-    private mutating func count(_ name: String) { counters[name, default: 0] += 1 }
+    /// Replaces the block list (see ``BridgeJudge/setBlocked(_:)``).
+    public mutating func setBlocked(_ keys: Set<IdentityKey>) { judge.setBlocked(keys) }
+
+    public mutating func setShadowMode(_ on: Bool) { judge.setShadowMode(on) }
+
+    /// New spam limits (``BridgeJudge/setSpamConfig(_:)``).
+    public mutating func setSpamConfig(_ config: SpamFilterConfig) { judge.setSpamConfig(config) }
+
+    /// Replaces the denylist (the console's settings; see ``Denylist``).
+    public mutating func setDenylist(_ list: Denylist) { judge.setDenylist(list) }
 
     /// Queue depths for metrics.
-    public var pendingDownlinks: Int { gatewayDownlinks.pendingCount + bridgeDownlinks.pendingCount + mirrorDownlinks.pendingCount }
+    public var pendingDownlinks: Int { downlinks.pendingCount }
+    /// The authors (hex) the downlink scheduler counts as established at `now` (delivered ≥ 10 min ago).
+    public func establishedAuthors(now: Double) -> Set<String> { Set(downlinks.establishedSenders(now: now).map(\.hex)) }
+    /// Downlinks the scheduler dropped, by reason.
+    public var downlinkDrops: Tally<AirtimeDrop> { downlinks.drops }
     public var queuedUplinks: Int { uplinks.count }
     public var carrierVerification: EventVerifier.Counters { carrierVerifier.counters }
 
-    // MARK: Relay side
+    // MARK: Judgement
 
-    /// An event from the relay subscriptions (already verified by the pool: structure, budget, signature).
-    public mutating func relayEvent(
-        _ event: NostrEvent, now: Double, random unit: Double, judge: (Candidate) -> Verdict
-    ) -> [Action] {
-        if loop.isOwnKey(event.pubkey) {
-            count("relay.drop.own_key")
-            return []
-        }
-        let nowSeconds = Int64(now)
-        if let channel = settings.channel, let g = event.firstTag("g"), g.count >= 2, g[1] == channel.string {
-            do {
-                try EventRules.checkChannelMessage(event, channel: channel.string, now: nowSeconds)
-            } catch {
-                count("relay.drop.\(error.rawValue)")
-                return []
-            }
-            guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: nil) else {
-                count("relay.drop.loop")
-                return []
-            }
-            guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
-            let payload = NostrCarrierPayload(direction: .fromGateway, geohash: channel.string, eventJSON: event.jsonBytes)
-            let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
-            if gatewayDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
-                count("downlink.drop.queue_full")
-            }
-            if settings.mirrorDownlink {
-                let text = PendingDownlink(
-                    downlink: .text(EventRules.displayName(event) + ": " + event.content), signer: event.pubkey,
-                    createdAt: event.createdAt, radioStableID: nil)
-                if mirrorDownlinks.enqueue(id: event.id, item: text, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
-                    count("downlink.drop.queue_full")
-                }
-            }
-            count("relay.accepted.channel")
-            return []
-        }
-        guard !ring.isEmpty, event.firstTag("r") != nil else {
-            count("relay.drop.unscoped")
-            return []
-        }
-        let classified: (cell: String, kind: EventRules.RendezvousKind)
-        do {
-            classified = try EventRules.classifyRendezvous(event, ring: ring, now: nowSeconds)
-        } catch {
-            count("relay.drop.\(error.rawValue)")
-            return []
-        }
-        guard inboundLimiter.admit(now: now) else {
-            count("relay.drop.inbound_rate")
-            return []
-        }
-        guard signerLimiter.admit(event.pubkey, now: now) else {
-            count("relay.drop.signer_rate")
-            return []
-        }
-        guard classified.kind == .message else {
-            count("relay.presence")
-            return []
-        }
-        let stableID = EventRules.radioHint(event).map {
-            MeshMessageIdentity.stableID(senderHex: $0.senderHex, timestampMs: $0.timestampMs, content: event.content)
-        }
-        guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: stableID) else {
-            count("relay.drop.loop")
-            return []
-        }
-        guard judgeEvent(event, direction: .nostrToMesh, judge: judge) else { return [] }
-        let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: event.jsonBytes)
-        let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: stableID)
-        if bridgeDownlinks.enqueue(id: event.id, item: pending, now: now, unitRandom: unit, extraHold: yieldHold) != nil {
-            count("downlink.drop.queue_full")
-        }
-        count("relay.accepted.rendezvous")
-        return []
-    }
-
-    /// How many bridge or gateway peers in direct range sort before this bridge (by peer ID). Several
-    /// bridges on one island all hear the same relay event; phones separate their copies with a random
-    /// 0.2–1.5 s hold alone, which still collides when two holds end within the radio's latency. Bridges
-    /// therefore also yield in peer-ID order: each bridge ahead adds ``BridgeLimits/yieldPerBridgeAhead``, so
-    /// the first bridge's broadcast is normally heard (loop rule 1) before the next one's hold ends, and
-    /// a bridge that fails to send is still covered by the next.
-    public mutating func setBridgesAhead(_ count: Int) { bridgesAhead = max(0, count) }
-
-    private var yieldHold: Double { Double(bridgesAhead) * settings.limits.yieldPerBridgeAhead }
-
-    /// Relay connectivity changed. Coming up flushes queued deposits and (rendezvous role) sends presence.
-    public mutating func relaysConnected(_ up: Bool, now: Double) -> [Action] {
-        let wasUp = relaysUp
-        relaysUp = up
-        guard up, !wasUp else { return [] }
-        var actions: [Action] = []
-        for event in uplinks.drain() where loop.mayPublish(event.id, signer: event.pubkey) {
-            actions += publishActions(event)
-        }
-        actions += presence(now: now, force: true)
-        actions += channelPresence(now: now, force: true)
-        return actions
-    }
-
-    /// Graceful stop: the deposits held while no relay is connected, oldest first (the queue is empty
-    /// afterwards), for the caller to write to the ``UplinkStore``; each is recorded as published, as a
-    /// flush on reconnect would.
-    public mutating func drainQueuedUplinks() -> [NostrEvent] {
-        var drained: [NostrEvent] = []
-        for event in uplinks.drain() where loop.mayPublish(event.id, signer: event.pubkey) {
-            loop.recordPublished(event.id)
-            drained.append(event)
-        }
-        return drained
-    }
-
-    // MARK: Mesh side
-
-    /// A public message heard on the radio (signature verified by the mesh engine).
-    ///
-    /// Every one is judged, also with the uplink mirror off: the verdict decides whether this bridge relays
-    /// it further on the mesh (SPAM-FILTER §1), so the first action is always ``Action/meshRelay(stableID:relay:)``.
-    /// A hidden message is counted `mesh_to_nostr.hidden.<rule>` either way (it crosses nothing).
-    public mutating func meshMessage(
-        _ message: MeshPublicMessage, senderKey: String, identity: IdentityKey? = nil, judge: (Candidate) -> Verdict
-    ) -> [Action] {
-        // Loop rule 3: the island has this radio copy; a bridged copy naming it is never rebroadcast.
-        loop.recordRadioCopy(stableID: message.stableID)
-        let candidate = Candidate(
-            direction: .meshToNostr, senderKey: senderKey, identity: identity, messageID: message.stableID,
-            timestamp: Double(message.timestamp) / 1000, text: message.text, displayName: message.nickname)
-        if case .hide(let rule) = judge(candidate) {
-            count("mesh_to_nostr.hidden.\(rule)")
-            return [.meshRelay(stableID: message.stableID, relay: false)]
-        }
-        let relay = Action.meshRelay(stableID: message.stableID, relay: true)
-        guard settings.mirrorUplink, settings.channel != nil else { return [relay] }
-        count("mesh_to_nostr.mirrored")
-        return [relay, .mirrorUplink(message, senderKey: senderKey)]
-    }
-
-    /// A carrier from the mesh: a deposit directed to us (packet signature already verified against the
-    /// depositor's announced key) or another bridge's broadcast.
-    public mutating func meshCarrier(_ carrier: MeshCarrier, now: Double, judge: (Candidate) -> Verdict) -> [Action] {
-        let payload = carrier.payload
-        let unverified: UnverifiedEvent
-        do {
-            unverified = try UnverifiedEvent(json: String(decoding: payload.eventJSON, as: UTF8.self))
-        } catch {
-            count("carrier.drop.\(error.name)")
-            return []
-        }
-        switch payload.direction {
-        case .fromBridge, .fromGateway:
-            // Loop rule 1: another bridge already put it on this island. Cheap: no signature needed to
-            // *withhold* our own copy (a forged id only suppresses a downlink the island may get elsewhere).
-            if let id = unverified.claimedID { loop.recordLearnedFromMesh(id) }
-            count("carrier.learned_from_mesh")
-            return []
-        case .toBridge:
-            guard let cell = settings.rendezvousCell else {
-                count("carrier.drop.role_off")
-                return []
-            }
-            _ = cell
-            return deposit(unverified, carrier: carrier, now: now, judge: judge) { event in
-                guard (try? GeohashCell(payload.geohash)) != nil else { throw EventRules.Rejection.scopeMismatch }
-                return try EventRules.classifyCarriedRendezvous(event, cell: payload.geohash, now: Int64(now)) == .message
-            }
-        case .toGateway:
-            guard settings.channel != nil else {
-                count("carrier.drop.role_off")
-                return []
-            }
-            return deposit(unverified, carrier: carrier, now: now, judge: judge) { event in
-                guard (try? GeohashCell(payload.geohash)) != nil else { throw EventRules.Rejection.scopeMismatch }
-                try EventRules.checkChannelMessage(event, channel: payload.geohash, now: Int64(now))
-                return true
-            }
-        }
-    }
-
-    /// The uplink checks of NOSTR-GEO §8.9 / §9: structure (`classify`, true = a chat message to judge),
-    /// not seen or published, per-depositor rate, verification budget + Schnorr, judgement; then publish,
-    /// or queue while no relay is connected.
-    private mutating func deposit(
-        _ unverified: UnverifiedEvent, carrier: MeshCarrier, now: Double, judge: (Candidate) -> Verdict,
-        classify: (NostrEvent) throws -> Bool
-    ) -> [Action] {
-        guard depositLimiter.admit(carrier.sender, now: now) else {
-            count("deposit.drop.depositor_rate")
-            return []
-        }
-        let event: NostrEvent
-        do {
-            event = try carrierVerifier.verify(unverified, now: monotonic(now))
-        } catch {
-            count("deposit.drop.\(error.name)")
-            return []
-        }
-        let isMessage: Bool
-        do {
-            isMessage = try classify(event)
-        } catch let rejection as EventRules.Rejection {
-            count("deposit.drop.\(rejection.rawValue)")
-            return []
-        } catch {
-            count("deposit.drop.scope_mismatch")
-            return []
-        }
-        guard loop.mayPublish(event.id, signer: event.pubkey) else {
-            count("deposit.drop.loop")
-            return []
-        }
-        if isMessage {
-            guard judgeEvent(event, direction: .meshToNostr, judge: judge) else { return [] }
-        }
-        count("deposit.accepted")
-        guard relaysUp else {
-            if !uplinks.enqueue(event, from: carrier.sender).isEmpty { count("deposit.drop.queue_full") }
-            count("deposit.queued")
-            return []
-        }
-        return publishActions(event)
-    }
-
-    private mutating func publishActions(_ event: NostrEvent) -> [Action] {
-        loop.recordPublished(event.id)
-        count("mesh_to_nostr.published")
-        return [.remember(event.id, .published), .publish(event)]
-    }
-
-    /// Records an event the caller signed and is about to publish (mirror uplink, presence).
-    public mutating func recordOwnPublication(_ id: EventID) { loop.recordPublished(id) }
-
-    private mutating func judgeEvent(_ event: NostrEvent, direction: Direction, judge: (Candidate) -> Verdict) -> Bool {
+    mutating func judgeEvent(_ event: NostrEvent, direction: Direction, now: Double, into actions: inout [Action]) -> Bool {
         let candidate = Candidate(
             direction: direction, senderKey: event.pubkey.hex, identity: try? IdentityKey.nostr(pubkey: event.pubkey.bytes),
             messageID: event.id.hex,
             timestamp: Double(event.createdAt), text: event.content, displayName: EventRules.displayName(event))
-        if case .hide(let rule) = judge(candidate) {
-            count("\(direction.metricName).hidden.\(rule)")
-            return false
-        }
-        return true
+        return admit(candidate, now: now, into: &actions)
+    }
+
+    /// A board post heard on the mesh (issue 17), judged like a mesh message with the post's author key as the
+    /// sender key (block list when the author is a known mesh identity, spam filter): whether the bridge keeps
+    /// and relays it, and the actions (a hidden post's ``Action/recordHidden(_:)``). Counted under mesh-to-nostr.
+    public mutating func boardPost(_ candidate: Candidate, now: Double) -> (admit: Bool, actions: [Action]) {
+        var actions: [Action] = []
+        let admitted = admit(candidate, now: now, into: &actions)
+        return (admitted, actions)
+    }
+
+    /// Asks the judge; appends the report of a hidden (or would-hide) message; true when it may cross.
+    mutating func admit(_ candidate: Candidate, now: Double, into actions: inout [Action]) -> Bool {
+        let (verdict, report) = judge.judge(candidate, now: now)
+        if judgements.count >= JournalLimits.maxJournal { judgements.removeFirst(judgements.count - JournalLimits.maxJournal + 1) }
+        judgements.append(Judgement(candidate: candidate, verdict: verdict, report: report))
+        if let report { actions.append(.recordHidden(report)) }
+        guard case .hide(let rule) = verdict else { return true }
+        counters.hidden.add(.init(direction: candidate.direction, rule: rule))
+        return false
     }
 
     // MARK: Time
@@ -438,23 +332,21 @@ public struct BridgeRouter {
     /// Periodic work: due downlinks (re-checked against the loop rules and freshness), presence.
     public mutating func tick(now: Double) -> [Action] {
         var actions: [Action] = []
-        for scheduler in [\BridgeRouter.gatewayDownlinks, \.bridgeDownlinks, \.mirrorDownlinks] {
-            let loop = self.loop
-            var pendingQueue = self[keyPath: scheduler]
-            let due = pendingQueue.due(now: now) { id, pending in
-                let fresh = abs(Int64(now) - pending.createdAt) <= EventRules.Limits.maxEventAgeSeconds
-                if case .text = pending.downlink { return fresh && !loop.wasLearnedFromMesh(id) }
-                return fresh && loop.mayRebroadcast(id, signer: pending.signer, radioStableID: pending.radioStableID)
+        delegated.removeAll { $0.until <= now }
+        let loop = self.loop
+        let due = downlinks.due(now: now) { key, pending in
+            let fresh = abs(Int64(now) - pending.createdAt) <= EventRules.Limits.maxEventAgeSeconds
+            if case .text = pending.downlink { return fresh && !loop.wasLearnedFromMesh(key.event) }
+            return fresh && loop.mayRebroadcast(key.event, signer: pending.signer, radioStableID: pending.radioStableID)
+        }
+        for sent in due.sent {
+            let id = sent.id.event
+            if case .carrier = sent.item.downlink {
+                self.loop.recordRebroadcast(id)
+                actions.append(.remember(id, .rebroadcast))
             }
-            self[keyPath: scheduler] = pendingQueue
-            for (id, pending) in due {
-                if case .carrier = pending.downlink {
-                    self.loop.recordRebroadcast(id)
-                    actions.append(.remember(id, .rebroadcast))
-                }
-                actions.append(.broadcast(pending.downlink, eventID: id))
-                count("nostr_to_mesh.broadcast")
-            }
+            actions.append(.broadcast(sent.item.downlink, eventID: id))
+            counters.broadcasts.add(sent.lane.queue)
         }
         actions += presence(now: now, force: false)
         actions += channelPresence(now: now, force: false)
@@ -463,13 +355,12 @@ public struct BridgeRouter {
 
     /// When ``tick(now:)`` has work next (a hold ends or the budget frees up), at the latest one presence interval.
     public func nextWake(now: Double) -> Double {
-        let candidates = [gatewayDownlinks.nextWake(now: now), bridgeDownlinks.nextWake(now: now), mirrorDownlinks.nextWake(now: now)]
-        return min(candidates.compactMap { $0 }.min() ?? now + 1, now + 1)
+        min(downlinks.nextWake(now: now) ?? now + 1, now + 1)
     }
 
     /// Rendezvous presence (kind 20001, `[["r", cell]]`, empty content) every 240 s while a relay is up,
     /// never more often than every 30 s.
-    private mutating func presence(now: Double, force: Bool) -> [Action] {
+    mutating func presence(now: Double, force: Bool) -> [Action] {
         guard relaysUp, let cell = settings.rendezvousCell, let key = rendezvousKey else { return [] }
         if let last = lastPresence {
             let interval = force ? settings.limits.minimumPresenceSpacing : settings.limits.presenceInterval
@@ -481,7 +372,7 @@ public struct BridgeRouter {
             ).signed(with: key)
         else { return [] }
         lastPresence = now
-        count("presence.sent")
+        counters.presenceSent.add(.rendezvous)
         return [.publish(event)]
     }
 
@@ -496,7 +387,7 @@ public struct BridgeRouter {
     /// ``BridgeLimits/minimumPresenceSpacing`` to the last one, so a flapping relay cannot make a burst);
     /// none while no relay is connected. Phones send presence only for 2-, 4- and 5-character channels;
     /// the bridge sends it for whatever channel it serves, since it is present there.
-    private mutating func channelPresence(now: Double, force: Bool) -> [Action] {
+    mutating func channelPresence(now: Double, force: Bool) -> [Action] {
         guard relaysUp, let channel = settings.channel, let key = channelKey else { return [] }
         if force {
             if let last = lastChannelPresence, now - last < settings.limits.minimumPresenceSpacing { return [] }
@@ -513,26 +404,34 @@ public struct BridgeRouter {
         let span = max(0, limits.channelPresenceMaximum - limits.channelPresenceMinimum)
         let unit = Double(presenceRandom.next() >> 11) / Double(1 << 53)
         nextChannelPresence = now + limits.channelPresenceMinimum + span * unit
-        count("presence.channel.sent")
+        counters.presenceSent.add(.channel)
         return [.publish(event)]
     }
 
-    private mutating func monotonic(_ unix: Double) -> ContinuousClock.Instant {
+    mutating func monotonic(_ unix: Double) -> ContinuousClock.Instant {
         if unixBase == nil { unixBase = unix }
         let offset = max(0, unix - (unixBase ?? unix))
-        return monotonicBase + .milliseconds(Int64(offset * 1000))
+        return clockOrigin + .milliseconds(Int64(offset * 1000))
     }
 }
 
 /// The bridge's budgets (PRODUCT §2, NOSTR-GEO §8.11): each named, each configurable, each with the
 /// phones' value as default so phones never see more than they accept.
 public struct BridgeLimits: Sendable, Equatable {
-    /// `fromGateway` broadcasts per minute (phones' `GatewayService`).
-    public var gatewayDownlinksPerMinute = 30
-    /// `fromBridge` broadcasts per minute (phones' `BridgeService`).
+    /// Everything downlinked — every channel level, the ring, the mirror — shares one airtime budget and
+    /// queue (``AirtimeSettings``: 30 a minute, the phones' `GatewayService` budget; queue 60, 10 per sender).
+    public var airtime = AirtimeSettings()
+    /// Each persona's mirror lines are paced at the ported spam filter's message bucket (SPAM-FILTER §2, the
+    /// shipped default: 6, then 1 per 10 s — `../shared/seeds/spam-filter-pr.txt`), which Android phones that
+    /// have it apply to every sender they see, rather than iOS's `MessageRateLimiter` (5, then 1 a second),
+    /// which the carriers' lanes follow: a chatty author's seventh line within a minute would otherwise be
+    /// hidden by those phones after costing airtime. (Its 1,200 characters a minute are not paced: the
+    /// burst of 6 lines stays under them unless lines run past 200 characters.)
+    public var mirrorPacing = AirtimePacing(
+        burst: SpamFilterConfig().messageBucket.capacity,
+        perSecond: SpamFilterConfig().messageBucket.refillTokens / SpamFilterConfig().messageBucket.refillSeconds)
+    /// `fromBridge` broadcasts per minute within it (phones' `BridgeService`).
     public var bridgeDownlinksPerMinute = 20
-    /// Downlinks waiting for their hold or budget; the oldest is dropped beyond this.
-    public var maxPendingDownlinks = 30
     /// Deposits accepted per depositor per minute.
     public var depositsPerMinutePerDepositor = 10
     /// Deposits queued while no relay is connected, in total and per depositor.
@@ -549,9 +448,10 @@ public struct BridgeLimits: Sendable, Equatable {
     /// Channel presence (gateway role) every uniformly random 40–80 s, as phones do (NOSTR-GEO §5.3).
     public var channelPresenceMinimum: Double = 40
     public var channelPresenceMaximum: Double = 80
-    /// Extra hold per peer bridge in direct range that sorts before this one (seconds): longer than the
-    /// whole random hold range, so the earlier bridge's broadcast arrives first even under load.
-    public var yieldPerBridgeAhead: Double = 2
+    /// How long a downlink another bridge of the island was chosen to carry is kept, in case that bridge
+    /// leaves (seconds): the longest hold (1.5 s) plus a few seconds of queueing behind the shared budget;
+    /// longer would make a bridge that left long ago still hand its backlog over late.
+    public var handoverWindow: Double = 10
     /// Rate-limiter key tables (depositors, signers); least recently created dropped beyond this.
     public var maxTrackedPeers = 4096
 

@@ -32,7 +32,10 @@ struct CommandSpec {
     var helpText: String {
         var lines = ["\(summary)", "", "Usage:"]
         lines += usage.map { "  bitchat-bridge \(path) \($0)" }
-        let all = options + [.flag("--help", "Show this help.")]
+        let all = options + [
+            .flag("--help", "Show this help."),
+            .flag("--", "End of options: every later argument is positional (a TEXT starting with '-')."),
+        ]
         lines += ["", "Options:"]
         for option in all {
             let left = option.valueName.map { "\(option.name) \($0)" } ?? option.name
@@ -40,6 +43,71 @@ struct CommandSpec {
         }
         if !details.isEmpty { lines += ["", details] }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// One subcommand of a ``CommandGroup``: its own spec (help and accepted options) and what it runs with
+/// the arguments after its name, parsed against that spec.
+struct Subcommand: Sendable {
+    let name: String
+    let spec: CommandSpec
+    /// Other words that name it (`neighbours` for `neighbors`).
+    var aliases: [String] = []
+    let run: @Sendable (ParsedArguments) throws(CommandExit) -> Void
+
+    init(_ name: String, _ spec: CommandSpec, aliases: [String] = [],
+         run: @escaping @Sendable (ParsedArguments) throws(CommandExit) -> Void) {
+        self.name = name
+        self.spec = spec
+        self.aliases = aliases
+        self.run = run
+    }
+}
+
+/// A command made of subcommands (`nostr listen|post|sign|verify`). Each subcommand has its own spec, so
+/// `nostr post --help` shows post's options only and an option another subcommand takes is refused (exit 64,
+/// naming it); `nostr --help` lists the subcommands with their usage lines.
+struct CommandGroup: Sendable {
+    let name: String
+    let summary: String
+    let subcommands: [Subcommand]
+    /// Runs when the first word names no subcommand, with all the arguments (`relays GEOHASH`).
+    var fallback: Subcommand?
+    var details: String = ""
+
+    private var names: String { subcommands.map(\.name).joined(separator: ", ") }
+
+    var helpText: String {
+        let listed = subcommands + (fallback.map { [$0] } ?? [])
+        var lines = [summary, "", "Usage:"]
+        for sub in listed {
+            lines += sub.spec.usage.map { "  bitchat-bridge \(sub.spec.path) \($0)" }
+        }
+        lines += ["", "Subcommands:"]
+        let width = listed.map(\.name.count).max() ?? 0
+        for sub in listed {
+            lines.append("  " + sub.name.padding(toLength: width + 2) + sub.spec.summary)
+        }
+        lines += ["", "Options differ per subcommand: bitchat-bridge \(name) <subcommand> --help."]
+        if !details.isEmpty { lines += ["", details] }
+        return lines.joined(separator: "\n")
+    }
+
+    func run(_ arguments: [String]) throws(CommandExit) {
+        let first = arguments.first
+        if first == "--help" || first == "-h" {
+            print(helpText)
+            throw .clean
+        }
+        if let first, let sub = subcommands.first(where: { $0.name == first || $0.aliases.contains(first) }) {
+            try sub.run(try ParsedArguments.parse(Array(arguments.dropFirst()), spec: sub.spec))
+        } else if let fallback {
+            try fallback.run(try ParsedArguments.parse(arguments, spec: fallback.spec))
+        } else if let first {
+            throw .usage("unknown subcommand '\(name) \(first)' (\(names); see bitchat-bridge \(name) --help)")
+        } else {
+            throw .usage("missing subcommand for '\(name)': \(names) (see bitchat-bridge \(name) --help)")
+        }
     }
 }
 
@@ -82,7 +150,9 @@ struct ParsedArguments {
                 inlineValue = String(argument[argument.index(after: eq)...])
             }
             guard let option = spec.options.first(where: { $0.name == name }) else {
-                throw .usage("unknown option '\(name)' for '\(spec.path)' (see bitchat-bridge \(spec.path) --help)")
+                // Every option is `--name`: a single-dash word is more likely a text meant as a positional.
+                let hint = name.hasPrefix("--") ? "" : "; an argument starting with '-' goes after '--'"
+                throw .usage("unknown option '\(name)' for '\(spec.path)' (see bitchat-bridge \(spec.path) --help\(hint))")
             }
             if option.valueName == nil {
                 guard inlineValue == nil else { throw .usage("option '\(name)' takes no value") }

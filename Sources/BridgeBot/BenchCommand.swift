@@ -8,29 +8,32 @@ enum BenchCommand {
         ("identities", "stranger cache: row store vs the one-blob design at C = 2,000 / 10,000 / 100,000", IdentitiesBench.run),
         ("spam", "spam filter vs exhaustive reference: ordinary, flood, junk corpora; memory under a 100k-sender flood", SpamBench.run),
         ("ingest", "relay frame → parse → verify → judge → carrier, vs the bare Schnorr verify loop", IngestBench.run),
+        ("sync", "REQUEST_SYNC answer from 1,000 messages + 200 board posts vs a linear scan; airtime of a full answer vs the budget", SyncBench.run),
+        ("flood", "1M hostile frames through WebSocket runtime → relay pool; verification on every core vs one", FloodBench.run),
+        ("reach", "a busy site: 600 posts, 300 senders, 3 levels through the router's scheduler vs FIFO, seen by model phones", ReachBench.run),
     ]
 
-    static var spec: CommandSpec {
-        CommandSpec(
-            path: "bench",
+    /// `bench NAME`: one subcommand per benchmark, each with its own help.
+    static var group: CommandGroup {
+        CommandGroup(
+            name: "bench",
             summary: "Run a benchmark and print its figures and ratios.",
-            usage: ["NAME [--json] [--quick]"],
-            options: [
-                .flag("--json", "Print exactly one JSON object (shared/spec/BENCH.md)."),
-                .flag("--quick", "Smaller inputs, for a smoke run in tests."),
-            ],
-            details: "Benchmarks: " + benches.map { "\($0.name) (\($0.summary))" }.joined(separator: "; ")
-        )
+            subcommands: benches.map { bench in
+                Subcommand(bench.name, CommandSpec(
+                    path: "bench \(bench.name)", summary: "Benchmark: \(bench.summary).", usage: ["[--json] [--quick]"],
+                    options: [
+                        .flag("--json", "Print exactly one JSON object (shared/spec/BENCH.md)."),
+                        .flag("--quick", "Smaller inputs, for a smoke run in tests."),
+                    ])) { args throws(CommandExit) in
+                        _ = try args.requirePositionals([])
+                        let report = try bench.run(BenchOptions(quick: args.has("--quick")))
+                        print(args.has("--json") ? JSONWriter.compact(report.jsonValue) : report.table)
+                    }
+            })
     }
 
     static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        let name = try args.requirePositionals(["name"])[0]
-        guard let bench = benches.first(where: { $0.name == name }) else {
-            throw .usage("unknown benchmark '\(name)'; available: \(benches.map(\.name).joined(separator: ", "))")
-        }
-        let report = try bench.run(BenchOptions(quick: args.has("--quick")))
-        print(args.has("--json") ? JSONWriter.compact(report.jsonValue) : report.table)
+        try group.run(arguments)
     }
 }
 

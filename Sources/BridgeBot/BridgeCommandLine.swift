@@ -18,10 +18,12 @@ enum BridgeCommandLine {
         ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", NostrCommand.run),
         ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).", IdentitiesCommand.run),
         ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
-        ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines) or say one signed public message.", MeshCommand.run),
+        ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines), say a signed public message, or deposit.", MeshCommand.run),
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
         ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
-        ("modlog", "Show the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
+        ("modlog", "Show or export the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
+        ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).", ConsoleTokenCommand.run),
+        ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", NoticeCommand.run),
         ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).", StatusCommand.run),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
     ]
@@ -34,7 +36,8 @@ enum BridgeCommandLine {
             "",
             "Commands:",
         ]
-        for command in commands { lines.append("  " + command.name.padding(toLength: 10) + command.summary) }
+        let width = commands.map(\.name.count).max() ?? 0
+        for command in commands { lines.append("  " + command.name.padding(toLength: width + 2) + command.summary) }
         lines += [
             "",
             "Global options:",
@@ -72,8 +75,9 @@ enum BridgeCommandLine {
         }
         switch first {
         case "--help", "-h", "help":
+            // `help nostr post` is `nostr post --help`.
             if arguments.count > 1, let command = commands.first(where: { $0.name == arguments[1] }) {
-                try command.run(["--help"])
+                try command.run(Array(arguments.dropFirst(2)) + ["--help"])
             }
             print(helpText)
             return

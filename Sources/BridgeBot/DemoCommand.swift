@@ -48,6 +48,7 @@ enum DemoCommand {
 
 /// One demo run: its processes, its temporary data, its live view.
 final class Demo: @unchecked Sendable {
+    static let notice = "water point moved to gate C"
     let venv: String
     let peers: String
     let directory = NSTemporaryDirectory() + "bitchat-bridge-demo-\(getpid())"
@@ -154,6 +155,12 @@ final class Demo: @unchecked Sendable {
         for i in 1...4 { _ = try await post("happy new year everyone", as: "swarm\(i)") }
         try await pump(seconds: 3, reader: reader, watcher: watcher, bridge: bridge)
 
+        say("▶ the operator posts a notice for everyone at the site: bitchat-bridge notice --urgent \"\(Self.notice)\"")
+        let notice = try spawn(["notice", "--data-dir", directory + "/bridge", "--urgent", Self.notice], name: "notice")
+        let noticeCode = try await notice.waitForExit()
+        if noticeCode != 0 { say("  notice failed: " + (notice.stderrLines + notice.stdoutLines).joined(separator: " ")) }
+        try await pump(seconds: 3, reader: reader, watcher: watcher, bridge: bridge)
+
         say("")
         say("moderation log (bitchat-bridge modlog):")
         let modlog = try spawn(["modlog", "--data-dir", directory + "/bridge"], name: "modlog")
@@ -162,8 +169,10 @@ final class Demo: @unchecked Sendable {
 
         let carried = reader.stdoutLines.filter { $0.contains("\"carrier\"") }.count
         let hidden = bridge.stderrLines.filter { $0.contains("\"msg\":\"hidden\"") }.count
+        let noticeSeen = reader.stdoutLines.contains { $0.contains("\"event\":\"board\"") && $0.contains(Self.notice) }
         say("")
-        say("summary: \(carried) channel messages reached the mesh, \(hidden) hidden by the bridge's judgement")
+        say("summary: \(carried) channel messages reached the mesh, \(hidden) hidden by the bridge's judgement, "
+            + "the operator's notice \(noticeSeen ? "is on the mesh's board" : "did NOT reach the mesh")")
         if keepRunning {
             say("still running: relay \(relayURL), island tcp://127.0.0.1:\(hubPort). Try:")
             say("  \(binary) mesh say --mesh tcp://127.0.0.1:\(hubPort) --ephemeral hi")
@@ -177,7 +186,7 @@ final class Demo: @unchecked Sendable {
             }
         }
         say("stopping everything the demo started")
-        return carried > 0 && expected.allSatisfy { id in reader.stdoutLines.contains { $0.contains(id) } } ? 0 : 1
+        return carried > 0 && noticeSeen && expected.allSatisfy { id in reader.stdoutLines.contains { $0.contains(id) } } ? 0 : 1
     }
 
     /// Prints new output of the reader, the channel watcher and the bridge as a live view, for `seconds`.
@@ -212,6 +221,9 @@ final class Demo: @unchecked Sendable {
             say("  mesh  ← \(value["direction"]?.stringValue ?? "carrier"): \(nick): \(content)")
         case "message":
             say("  mesh  ← radio: \(value["nickname"]?.stringValue ?? "?"): \(value["text"]?.stringValue ?? "")")
+        case "board":
+            let urgent = value["urgent"] == .bool(true) ? "URGENT " : ""
+            say("  mesh  ← board post, \(urgent)signed by \(value["nickname"]?.stringValue ?? "?"): \(value["content"]?.stringValue ?? "")")
         default: break
         }
     }
@@ -234,6 +246,8 @@ final class Demo: @unchecked Sendable {
             say("  HIDDEN by \(rule) (\(direction))\(text)")
         case "published":
             say("  bridge → relays: published \(value["event.id"]?.stringValue?.prefix(12) ?? "")…")
+        case "board post copied to nostr":
+            say("  bridge → relays: the notice as a kind-1 note with an expiry (\(value["event.id"]?.stringValue?.prefix(12) ?? "")…)")
         default: break
         }
     }

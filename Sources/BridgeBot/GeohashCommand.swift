@@ -3,44 +3,55 @@ import Geohash
 
 /// `bitchat-bridge geohash encode|decode|neighbors`: operator helpers printing JSON.
 enum GeohashCommand {
-    static let spec = CommandSpec(
-        path: "geohash",
+    static let compactOption = OptionSpec.flag("--compact", "Print compact JSON on one line.")
+
+    static let group = CommandGroup(
+        name: "geohash",
         summary: "Geohash helpers for operators (JSON output).",
-        usage: ["encode LAT LON [PRECISION]   (precision 1–12, default 6)", "decode GH", "neighbors GH"],
-        options: [.flag("--compact", "Print compact JSON on one line.")],
-        details: "Neighbours are listed N, NE, E, SE, S, SW, W, NW; directions that would cross a pole are left out."
-    )
+        subcommands: [
+            Subcommand("encode", CommandSpec(
+                path: "geohash encode", summary: "The geohash cell containing a point.",
+                usage: ["LAT LON [PRECISION]   (precision 1–12, default 6; a negative LAT or LON is a number, not an option)"],
+                options: [compactOption]), run: encode),
+            Subcommand("decode", CommandSpec(
+                path: "geohash decode", summary: "A cell's precision, centre and bounds.",
+                usage: ["GH"], options: [compactOption])) { args throws(CommandExit) in
+                    let cell = try parseCell(try args.requirePositionals(["gh"])[0])
+                    printJSON(.object([("geohash", .string(cell.string))] + describe(cell)), compact: args.has("--compact"))
+                },
+            Subcommand("neighbors", CommandSpec(
+                path: "geohash neighbors", summary: "A cell's neighbours (N, NE, E, SE, S, SW, W, NW).",
+                usage: ["GH"], options: [compactOption],
+                details: "Directions that would cross a pole are left out."), aliases: ["neighbours"], run: neighbors),
+        ])
 
     static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        guard let action = args.positionals.first else { throw .usage("missing action: encode, decode or neighbors") }
-        var rest = args
-        rest.positionals.removeFirst()
-        let value: JSONValue
-        switch action {
-        case "encode":
-            let p = try rest.requirePositionals(["lat", "lon", "precision"], optional: 1)
-            guard let lat = Double(p[0]), lat.isFinite, (-90...90).contains(lat) else {
-                throw .usage("LAT '\(p[0])' must be a number from -90 to 90")
+        try group.run(arguments)
+    }
+
+    private static func encode(_ args: ParsedArguments) throws(CommandExit) {
+        let p = try args.requirePositionals(["lat", "lon", "precision"], optional: 1)
+        guard let lat = Double(p[0]), lat.isFinite, (-90...90).contains(lat) else {
+            throw .usage("LAT '\(p[0])' must be a number from -90 to 90")
+        }
+        guard let lon = Double(p[1]), lon.isFinite, (-180...180).contains(lon) else {
+            throw .usage("LON '\(p[1])' must be a number from -180 to 180")
+        }
+        var precision = 6
+        if p.count == 3 {
+            guard let n = Int(p[2]), (1...GeohashCell.Limits.maxPrecision).contains(n) else {
+                throw .usage("PRECISION '\(p[2])' must be a whole number from 1 to 12")
             }
-            guard let lon = Double(p[1]), lon.isFinite, (-180...180).contains(lon) else {
-                throw .usage("LON '\(p[1])' must be a number from -180 to 180")
-            }
-            var precision = 6
-            if p.count == 3 {
-                guard let n = Int(p[2]), (1...GeohashCell.Limits.maxPrecision).contains(n) else {
-                    throw .usage("PRECISION '\(p[2])' must be a whole number from 1 to 12")
-                }
-                precision = n
-            }
-            let cell = GeohashCell.encode(latitude: lat, longitude: lon, precision: precision)
-            value = .object([("geohash", .string(cell.string))] + describe(cell))
-        case "decode":
-            let cell = try parseCell(try rest.requirePositionals(["gh"])[0])
-            value = .object([("geohash", .string(cell.string))] + describe(cell))
-        case "neighbors", "neighbours":
-            let cell = try parseCell(try rest.requirePositionals(["gh"])[0])
-            value = .object([
+            precision = n
+        }
+        let cell = GeohashCell.encode(latitude: lat, longitude: lon, precision: precision)
+        printJSON(.object([("geohash", .string(cell.string))] + describe(cell)), compact: args.has("--compact"))
+    }
+
+    private static func neighbors(_ args: ParsedArguments) throws(CommandExit) {
+        let cell = try parseCell(try args.requirePositionals(["gh"])[0])
+        printJSON(
+            .object([
                 ("geohash", .string(cell.string)),
                 (
                     "neighbors",
@@ -49,11 +60,7 @@ enum GeohashCommand {
                             .object([("direction", .string($0.direction.rawValue)), ("geohash", .string($0.cell.string))])
                         })
                 ),
-            ])
-        default:
-            throw .usage("unknown action '\(action)': use encode, decode or neighbors")
-        }
-        printJSON(value, compact: args.has("--compact"))
+            ]), compact: args.has("--compact"))
     }
 
     static func parseCell(_ text: String) throws(CommandExit) -> GeohashCell {

@@ -185,7 +185,18 @@ enum IdentitiesBench {
             let peerID = UInt64((i &* 7919) % size + 1)
             lookups.append(elapsed { _ = try? cache.signingKey(peerID: peerID) })
         }
-        return [
+        return caseFigures(
+            size: size, launches: launches, firstContacts: firstContacts, refreshes: refreshes, lookups: lookups,
+            dailyPass: dailyPass, capPasses: capPasses, capEvicted: 501)
+    }
+
+    /// The figures both cases report, in the report's order, from their timings in microseconds: medians of the
+    /// per-operation samples, the launches and cap passes in milliseconds (with the cap passes' spread and count).
+    static func caseFigures(
+        size: Int, launches: [Double], firstContacts: [Double], refreshes: [Double], lookups: [Double],
+        dailyPass: Double, capPasses: [Double], capEvicted: Int
+    ) -> [(String, Double)] {
+        [
             ("identities", Double(size)),
             ("first_contact_write_us", median(firstContacts)),
             ("refresh_us", median(refreshes)),
@@ -196,7 +207,7 @@ enum IdentitiesBench {
             ("cap_pass_min_ms", (capPasses.min() ?? 0) / 1000),
             ("cap_pass_max_ms", (capPasses.max() ?? 0) / 1000),
             ("cap_pass_runs", Double(capPasses.count)),
-            ("cap_pass_evicted", 501),
+            ("cap_pass_evicted", Double(capEvicted)),
         ]
     }
 
@@ -274,20 +285,10 @@ enum IdentitiesBench {
             let peerID = UInt64((i &* 7919) % size + 1)
             lookups.append(elapsed { _ = blob.signingKey(peerID: peerID) })
         }
-        return [
-            ("identities", Double(size)),
-            ("first_contact_write_us", median(firstContacts)),
-            ("refresh_us", median(refreshes)),
-            ("lookup_us", median(lookups)),
-            ("launch_to_first_lookup_ms", median(launches) / 1000),
-            ("daily_pass_ms", dailyPass / 1000),
-            ("cap_pass_ms", median(capPasses) / 1000),
-            ("cap_pass_min_ms", (capPasses.min() ?? 0) / 1000),
-            ("cap_pass_max_ms", (capPasses.max() ?? 0) / 1000),
-            ("cap_pass_runs", Double(capPasses.count)),
-            ("cap_pass_evicted", Double(capEvicted)),
-            ("blob_bytes", Double(blobBytes)),
-        ]
+        return caseFigures(
+            size: size, launches: launches, firstContacts: firstContacts, refreshes: refreshes, lookups: lookups,
+            dailyPass: dailyPass, capPasses: capPasses, capEvicted: capEvicted)
+            + [("blob_bytes", Double(blobBytes))]
     }
 
     /// The blob's first pass on `day`, one new stranger, then the timed cap pass. Returns microseconds.

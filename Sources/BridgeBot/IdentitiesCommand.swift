@@ -13,49 +13,95 @@ enum IdentitiesCommand {
         static let maxListLimit = 100_000
     }
 
-    static let spec = CommandSpec(
-        path: "identities",
+    static let dataDirOption = OptionSpec.value(
+        "--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge).")
+    static let jsonOption = OptionSpec.flag("--json", "Print JSON.")
+    static let keyHelp = """
+        KEY is mesh:<64 hex> (fingerprint), nostr:<64 hex> (x-only pubkey), an npub1…, or bare hex of a key
+        already in the cache. Any relationship (allow, verify, block, petname, note, or a trust level left
+        by unverify) protects the identity from eviction.
+        """
+
+    /// One annotating subcommand taking KEY (and for note/petname a value), with its own spec.
+    private static func keyed(_ verb: String, _ summary: String, value: String? = nil) -> Subcommand {
+        Subcommand(verb, CommandSpec(
+            path: "identities \(verb)", summary: summary,
+            usage: [value.map { "KEY \($0)   (an empty \($0) removes it)" } ?? "KEY"],
+            options: [dataDirOption, jsonOption], details: keyHelp)
+        ) { args throws(CommandExit) in try annotate(verb, args) }
+    }
+
+    static let group = CommandGroup(
+        name: "identities",
         summary: "List and annotate the identities the bridge has met (mesh fingerprints and Nostr pubkeys).",
-        usage: [
-            "list [--strangers|--protected] [--limit N] [--json]",
-            "allow|unallow|block|unblock|verify|unverify KEY",
-            "note KEY TEXT          (empty TEXT removes the note)",
-            "petname KEY NAME       (empty NAME removes the petname)",
-            "forget KEY",
-            "stats [--json]",
-        ],
-        options: [
-            .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
-            .flag("--strangers", "list: only identities without any relationship."),
-            .flag("--protected", "list: only identities with a relationship (protected from eviction)."),
-            .value("--limit", "N", "list: at most N rows (default \(Limits.defaultListLimit))."),
-            .flag("--json", "Print JSON."),
+        subcommands: [
+            Subcommand("list", CommandSpec(
+                path: "identities list", summary: "List the identities in the stranger cache, protected ones included.",
+                usage: ["[--strangers|--protected] [--limit N] [--json]"],
+                options: [
+                    dataDirOption,
+                    .flag("--strangers", "Only identities without any relationship."),
+                    .flag("--protected", "Only identities with a relationship (protected from eviction)."),
+                    .value("--limit", "N", "At most N rows (default \(Limits.defaultListLimit))."),
+                    jsonOption,
+                ])) { args throws(CommandExit) in
+                    _ = try args.requirePositionals([])
+                    try list(args, dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+                },
+            keyed("allow", "Mark KEY as allowed (a relationship: protected from eviction)."),
+            keyed("unallow", "Remove KEY's allow mark."),
+            keyed("block", "Block KEY: its messages are hidden (rule blocked); blocking also protects it, so the block survives."),
+            keyed("unblock", "Remove KEY's block."),
+            keyed("verify", "Mark KEY as verified (trust 'verified'); protects it."),
+            keyed("unverify", "Remove KEY's verification; trust 'casual' stays, which still protects."),
+            keyed("note", "Set a private note on KEY.", value: "TEXT"),
+            keyed("petname", "Set a petname for KEY.", value: "NAME"),
+            Subcommand("forget", CommandSpec(
+                path: "identities forget", summary: "Remove KEY from the cache with everything on it.",
+                usage: ["KEY"], options: [dataDirOption], details: keyHelp)) { args throws(CommandExit) in
+                    let text = try args.requirePositionals(["key"])[0]
+                    let (cache, store) = try open(Paths.dataDirectory(option: args.value("--data-dir")))
+                    let key = try resolve(text, store: store)
+                    do {
+                        print(try cache.forget(key) ? "Forgot \(key.qualified)" : "\(key.qualified) was not in the cache")
+                    } catch {
+                        throw .failure("cannot forget \(key): \(error)")
+                    }
+                },
+            Subcommand("stats", CommandSpec(
+                path: "identities stats", summary: "Count the identities, strangers and protected ones.",
+                usage: ["[--json]"], options: [dataDirOption, jsonOption])) { args throws(CommandExit) in
+                    _ = try args.requirePositionals([])
+                    try stats(json: args.has("--json"), dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+                },
         ],
         details: """
-            KEY is mesh:<64 hex> (fingerprint), nostr:<64 hex> (x-only pubkey), an npub1…, or bare hex of a key
-            already in the cache. Any relationship (allow, verify, block, petname, note, or a trust level left
-            by unverify) protects the identity from eviction; blocking is how a block survives. unverify leaves
-            trust 'casual', which still protects. forget removes the identity and everything on it.
             The policy file <data-dir>/policy.json ({"allow": [...], "verify": [...], "block": [...]}) also protects.
-            """
-    )
+            Edits go to the database at once; a running bridge reads rows on every lookup.
+            """)
 
     static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        guard let verb = args.positionals.first else { throw .usage("missing subcommand (list, allow, block, …, stats)") }
-        var rest = args
-        rest.positionals.removeFirst()
+        try group.run(arguments)
+    }
+
+    /// allow|unallow|block|unblock|verify|unverify KEY, note KEY TEXT, petname KEY NAME.
+    private static func annotate(_ verb: String, _ args: ParsedArguments) throws(CommandExit) {
         let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
+        let json = args.has("--json")
         switch verb {
-        case "list":
-            _ = try rest.requirePositionals([])
-            try list(rest, dataDirectory: dataDirectory)
-        case "stats":
-            _ = try rest.requirePositionals([])
-            try stats(json: rest.has("--json"), dataDirectory: dataDirectory)
-        case "allow", "unallow", "block", "unblock", "verify", "unverify":
-            let text = try rest.requirePositionals(["key"])[0]
-            try annotate(text, dataDirectory: dataDirectory, json: rest.has("--json")) { annotations in
+        case "note", "petname":
+            let values = try args.requirePositionals(["key", verb == "note" ? "text" : "name"])
+            let value = values[1].isEmpty ? nil : values[1]
+            let limit = verb == "note" ? Annotations.Limits.maxNotesBytes : Annotations.Limits.maxPetnameBytes
+            if let value, value.utf8.count > limit {
+                throw .usage("\(verb) is \(value.utf8.count) bytes; at most \(limit) UTF-8 bytes")
+            }
+            try annotate(values[0], dataDirectory: dataDirectory, json: json) { annotations in
+                if verb == "note" { annotations.notes = value } else { annotations.petname = value }
+            }
+        default:
+            let text = try args.requirePositionals(["key"])[0]
+            try annotate(text, dataDirectory: dataDirectory, json: json) { annotations in
                 switch verb {
                 case "allow":
                     annotations.allowed = true
@@ -74,32 +120,12 @@ enum IdentitiesCommand {
                     if annotations.trust == .verified { annotations.trust = .casual }
                 }
             }
-        case "note", "petname":
-            let values = try rest.requirePositionals(["key", verb == "note" ? "text" : "name"])
-            let value = values[1].isEmpty ? nil : values[1]
-            let limit = verb == "note" ? Annotations.Limits.maxNotesBytes : Annotations.Limits.maxPetnameBytes
-            if let value, value.utf8.count > limit {
-                throw .usage("\(verb) is \(value.utf8.count) bytes; at most \(limit) UTF-8 bytes")
-            }
-            try annotate(values[0], dataDirectory: dataDirectory, json: rest.has("--json")) { annotations in
-                if verb == "note" { annotations.notes = value } else { annotations.petname = value }
-            }
-        case "forget":
-            let text = try rest.requirePositionals(["key"])[0]
-            let (cache, store) = try open(dataDirectory)
-            let key = try resolve(text, store: store)
-            do {
-                print(try cache.forget(key) ? "Forgot \(key.qualified)" : "\(key.qualified) was not in the cache")
-            } catch {
-                throw .failure("cannot forget \(key): \(error)")
-            }
-        default:
-            throw .usage("unknown subcommand '\(verb)' (see bitchat-bridge identities --help)")
         }
     }
 
     /// Opens the database and the cache over it, with the policy file (when readable).
     private static func open(_ dataDirectory: String) throws(CommandExit) -> (PeerIdentityCache, SQLiteIdentityStore) {
+        try KeysCommand.checkDataDirectory(dataDirectory)
         do {
             try FileIO.makeDirectory(dataDirectory)
         } catch {
@@ -266,6 +292,7 @@ enum IdentitiesCommand {
         if let petname = record.annotations.petname { text += " (\(petname))" }
         text += "  last seen " + (record.lastSeen.map { "day \($0.number)" } ?? "-")
         text += "  " + (tags.isEmpty ? "stranger" : tags.joined(separator: ","))
+        if record.pinRefusals > 0 { text += "  refused impostor announces: \(record.pinRefusals)" }
         if let notes = record.annotations.notes { text += "  notes: \(notes)" }
         return text
     }
@@ -290,6 +317,8 @@ enum IdentitiesCommand {
         fields.append(("trust", .string(record.annotations.trust.name)))
         fields.append(("petname", record.annotations.petname.map { .string($0) } ?? .null))
         fields.append(("notes", record.annotations.notes.map { .string($0) } ?? .null))
+        fields.append(("pin_refusals", .integer(Int64(record.pinRefusals))))
+        fields.append(("last_pin_refusal_ms", record.lastPinRefusal.map { .integer($0.millisecondsSince1970) } ?? .null))
         return .object(fields)
     }
 }

@@ -56,11 +56,9 @@ enum IngestBench {
         }
         let verifySeconds = seconds(ContinuousClock.now - verifyStart)
 
-        // 2. The pipeline, with the real filter and an in-memory stranger cache (the block list).
-        let identities = PeerIdentityCache(store: InMemoryIdentityStore(), logger: Logger(label: "bench", level: .error))
-        let judgement = ModerationJudgement(
-            identities: identities, policy: AdmissionPolicy(config: SpamFilterConfig()), moderationLog: nil, channel: "u4pruy",
-            logText: false, logger: Logger(label: "bench", level: .error))
+        // 2. The pipeline, with the real filter and the bridge's judge (block list held in memory, as the bridge does).
+        var judgement = BridgeJudge(
+            settings: .init(channel: "u4pruy", logText: false), policy: AdmissionPolicy(config: SpamFilterConfig()))
         var verifier = EventVerifier(configuration: .init(burst: 1e9, perSecond: 1e9))
         let sender = MeshPeerID(rawValue: 0x0102_0304_0506_0708)
         var carried = 0
@@ -86,7 +84,7 @@ enum IngestBench {
             let candidate = BridgeRouter.Candidate(
                 direction: .nostrToMesh, senderKey: event.pubkey.hex, identity: try? IdentityKey.nostr(pubkey: event.pubkey.bytes),
                 messageID: event.id.hex, timestamp: Double(event.createdAt), text: event.content)
-            let verdict = judgement.judge(candidate, now: now)
+            let verdict = judgement.judge(candidate, now: now).verdict
             lap(2)
             guard verdict == .pass else {
                 hidden += 1

@@ -31,12 +31,7 @@ enum KeysCommand {
             geohash = nil
         }
         let store = KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
-        let loaded: (keys: BridgeKeys, created: Bool)
-        do {
-            loaded = try store.loadOrCreate()
-        } catch {
-            throw .failure(error.description)
-        }
+        let loaded = try load(store)
         let keys = loaded.keys
         var identities: [(String, JSONValue)] = []
         if let geohash {
@@ -73,6 +68,32 @@ enum KeysCommand {
             let npub = identity["npub"]?.stringValue ?? ""
             let label = identity["label"]?.stringValue ?? ""
             print("  nostr \(role) (\(label)): \(npub)  #\(identity["suffix"]?.stringValue ?? "")")
+        }
+    }
+
+    /// The identity for any command (keys, run, mesh, nostr): a directory or key file with unsafe permissions
+    /// is a setup error (exit 64), a damaged key file a failure (exit 1). A check value added to an older file is
+    /// reported through `note` (default: stderr; `run` logs it).
+    static func load(_ store: KeyStore, note: (String) -> Void = { printError("note: \($0)") }) throws(CommandExit) -> KeyStore.Loaded {
+        let loaded: KeyStore.Loaded
+        do {
+            loaded = try store.loadOrCreate()
+        } catch {
+            throw error.isPermissionProblem ? .usage(error.description) : .failure(error.description)
+        }
+        if !loaded.addedCheckValues.isEmpty {
+            note("key file \(store.path) upgraded: added \(loaded.addedCheckValues.joined(separator: ", ")) (same identity)")
+        }
+        return loaded
+    }
+
+    /// For commands that use the data directory without the key file (identities, modlog): the same
+    /// permission rule as ``KeyStore/checkDirectory(_:)``, exit 64.
+    static func checkDataDirectory(_ path: String) throws(CommandExit) {
+        do {
+            try KeyStore.checkDirectory(path)
+        } catch {
+            throw error.isPermissionProblem ? .usage(error.description) : .failure(error.description)
         }
     }
 

@@ -9,6 +9,11 @@ import VirtualRadio
 /// `bitchat-bridge mesh listen|say`: join a mesh as a bitchat peer (signed announces, relaying) from the
 /// command line. Operator tools, and the scripted phones of the end-to-end tests.
 enum MeshCommand {
+    enum Limits {
+        /// `mesh listen` samples the transport's status this often (a state change shows within it).
+        static let statusSampleInterval: Duration = .seconds(1)
+    }
+
     static let commonOptions: [OptionSpec] = [
         .value("--mesh", "URL", "Transport: tcp://HOST:PORT[?mtu=N] (a radio-hub; repeat to join several islands), or bluez[:hciN] (BLE)."),
         .value("--data-dir", "DIR", "Use the bridge identity from this data directory (default: as for 'keys')."),
@@ -23,36 +28,56 @@ enum MeshCommand {
         usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME]"],
         options: commonOptions + [
             .value("--say", "TEXT", "Send TEXT as a public message once the first peer is verified (repeatable; scripted tests)."),
+            .value("--say-every", "SECONDS", "With --say: send the texts this many seconds apart (default 0: all at once)."),
+            .value("--announce-interval", "SECONDS", "Seconds between periodic announces (default 15, as iOS; Android: 30–300)."),
+            .value("--model", "ios|android", "Which app this phone behaves as (default ios). android: Android main as its sources have it — capabilities 0x0100 (private media) in announces, no carrier type 0x28 (carriers are relayed, never shown), announces every 30 s unless --announce-interval, silent peers kept 180 s."),
+            .flag("--new-signing-key", "With --data-dir: keep its Noise key, sign with a fresh key (an impostor; tests)."),
         ],
         details: """
             Lines: {"event":"ready",...}, {"event":"peer",...}, {"event":"peerLost",...}, {"event":"message",...},
-            {"event":"carrier",...}. Sends a signed leave and stops on SIGINT/SIGTERM.
+            {"event":"carrier",...}, {"event":"pinRefused",...} (an announce refused against a pin),
+            {"event":"transport","up":false,"detail":...} when the transport's state
+            changes, and {"event":"stopped","counters":{...}} last. Sends a signed leave and stops on SIGINT/SIGTERM.
             """
     )
 
     static let saySpec = CommandSpec(
         path: "mesh say",
         summary: "Send one signed public message (after a signed announce) and exit.",
-        usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME] TEXT"],
+        usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME] [--] TEXT"],
         options: commonOptions + [
             .value("--wait", "SECONDS", "With bluez: wait this long for a verified peer before sending (default 30)."),
         ]
     )
 
+    static let group = CommandGroup(
+        name: "mesh",
+        summary: "Join a bitchat mesh as a peer: listen (JSON lines), say one signed public message, or deposit as a mesh-only phone.",
+        subcommands: [
+            Subcommand("listen", listenSpec, run: listen),
+            Subcommand("say", saySpec, run: say),
+            Subcommand("deposit", MeshDepositCommand.spec, run: MeshDepositCommand.run),
+        ])
+
     static func run(_ arguments: [String]) throws(CommandExit) {
-        guard let sub = arguments.first else { throw .usage("mesh needs 'listen' or 'say'") }
-        let rest = Array(arguments.dropFirst())
-        switch sub {
-        case "listen": try listen(rest)
-        case "say": try say(rest)
-        case "deposit": try MeshDepositCommand.run(rest)
-        case "--help", "-h": print(listenSpec.helpText + "\n\n" + saySpec.helpText)
-        default: throw .usage("unknown mesh subcommand '\(sub)' (listen, say)")
-        }
+        try group.run(arguments)
+    }
+
+    /// The app a scripted phone behaves as (`mesh listen --model`).
+    enum PhoneModel: String, Sendable {
+        /// iOS (MESH-WIRE §4.7.5: announces every 15 ± 4 s, peers forgotten after 60 s; carriers shown).
+        case ios
+        /// Android main `09b481f1`: `BinaryProtocol.kt` has no carrier type 0x28 (relayed blindly, never
+        /// shown), announces advertise capabilities 0x0100 (private media, MESH-WIRE §4.4 / BOARD.md §1),
+        /// `PowerManager.kt` announces every 30 s in the foreground (60 s background, 120–300 s low battery:
+        /// `--announce-interval`) and peers are kept 180 s.
+        case android
     }
 
     struct Setup: Sendable {
         let identity: MeshIdentity
+        var model = PhoneModel.ios
+        var engine = MeshPeerEngine.Configuration()
         let endpoints: [RadioClientTransport.Endpoint]
         /// Set for `--mesh bluez[:hciN]`: the adapter (nil = first powered one).
         let bluez: BlueZTransport.Options?
@@ -87,22 +112,26 @@ enum MeshCommand {
             }
         }
         let noise: X25519PrivateKey
-        let signing: Ed25519PrivateKey
+        var signing: Ed25519PrivateKey
         if args.has("--ephemeral") {
             noise = .generate()
             signing = .generate()
         } else {
-            do {
-                let keys = try KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir"))).loadOrCreate().keys
-                noise = keys.noiseKey
-                signing = keys.signingKey
-            } catch {
-                throw .failure(error.description)
-            }
+            let keys = try KeysCommand.load(KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))).keys
+            noise = keys.noiseKey
+            signing = keys.signingKey
+        }
+        // A copied Noise key with another signing key: what a pin must refuse (STRANGER-CACHE §4).
+        if args.has("--new-signing-key") {
+            guard !args.has("--ephemeral") else { throw .usage("--new-signing-key needs an identity to copy (--data-dir), not --ephemeral") }
+            signing = .generate()
         }
         let nickname = args.value("--nickname") ?? "bridge"
         guard !nickname.isEmpty, nickname.utf8.count <= 255 else { throw .usage("--nickname must be 1…255 bytes") }
+        let modelName = args.value("--model") ?? PhoneModel.ios.rawValue
+        guard let model = PhoneModel(rawValue: modelName) else { throw .usage("--model must be ios or android (got '\(modelName)')") }
         var capabilities = PeerCapabilities()
+        if model == .android { capabilities.insert(.privateMedia) }
         var cell: String?
         if let text = args.value("--bridge-cell") {
             guard (1...12).contains(text.count), text.allSatisfy({ "0123456789bcdefghjkmnpqrstuvwxyz".contains($0) }) else {
@@ -115,7 +144,19 @@ enum MeshCommand {
             noisePublicKey: noise.publicKey, signingKey: signing, nickname: nickname, capabilities: capabilities,
             bridgeGeohash: cell
         )
-        return Setup(identity: identity, endpoints: endpoints, bluez: bluez)
+        var setup = Setup(identity: identity, endpoints: endpoints, bluez: bluez)
+        setup.model = model
+        if model == .android {
+            setup.engine.announceIntervalMs = 30_000
+            setup.engine.peerTimeoutMs = 180_000
+        }
+        if let text = args.value("--announce-interval") {
+            guard let seconds = Int(text), (1...3_600).contains(seconds) else { throw .usage("--announce-interval must be 1…3600 seconds") }
+            setup.engine.announceIntervalMs = UInt64(seconds) * 1_000
+            // The engine's jitter (±4 s) stays below a quarter of the interval.
+            setup.engine.announceJitterMs = min(setup.engine.announceJitterMs, setup.engine.announceIntervalMs / 4)
+        }
+        return setup
     }
 
     static func connect(_ setup: Setup) throws(CommandExit) -> (MeshNode, any MeshTransport) {
@@ -135,16 +176,21 @@ enum MeshCommand {
         }
         let seed = SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let node = MeshNode(
-            engine: MeshPeerEngine(identity: setup.identity), transport: transport, wallClock: { WallClock.nowMs() }, seed: seed
+            engine: MeshPeerEngine(identity: setup.identity, configuration: setup.engine), transport: transport, wallClock: { WallClock.nowMs() }, seed: seed
         )
         return (node, transport)
     }
 
-    private static func listen(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: listenSpec)
+    private static func listen(_ args: ParsedArguments) throws(CommandExit) {
         _ = try args.requirePositionals([])
         let setup = try setup(args)
         let sayTexts = args.allValues("--say")
+        var sayEverySeconds = 0
+        if let text = args.value("--say-every") {
+            guard let seconds = Int(text), (0...3_600).contains(seconds) else { throw .usage("--say-every must be 0…3600 seconds") }
+            sayEverySeconds = seconds
+        }
+        let sayEvery = Duration.seconds(sayEverySeconds)
         let (node, transport) = try connect(setup)
         let signals = SignalHandler(ProcessSignal.termination) { _ in
             Task {
@@ -159,29 +205,53 @@ enum MeshCommand {
             ("signingPublicKey", .string(Hex.encode(setup.identity.signingKey.publicKey.rawRepresentation))),
             ("links", .integer(Int64(setup.endpoints.count))),
         ]))
-        _ = try runBlocking { () async throws(CommandExit) in
+        let counters = try runBlocking { () async throws(CommandExit) -> JSONValue in
+            // The transport's state, sampled once a second like the bridge's health publisher; printed when
+            // it changes (a lost hub, bluetoothd gone, the adapter powered off, and their return).
+            let watcher = Task {
+                var last = transport.status
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Limits.statusSampleInterval)
+                    let now = transport.status
+                    guard now.isUp != last.isUp || now.detail != last.detail, !Task.isCancelled else { continue }
+                    emitLine(.object([("event", .string("transport")), ("up", .bool(now.isUp)), ("detail", .string(now.detail)),
+                                      ("links", .integer(Int64(now.linksUp)))]))
+                    last = now
+                }
+            }
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await node.run() }
+                let (firstPeer, peerSeen) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask {
-                    var pending = sayTexts
                     for await action in node.actions {
+                        if setup.model == .android, case .carrier = action { continue }
                         emitLine(line(for: action))
-                        if case .peerVerified = action, !pending.isEmpty {
-                            for text in pending {
-                                let timestamp = await node.submit(.sendPublicMessage(text))
-                                emitLine(sentLine(setup, text, timestamp))
-                            }
-                            pending = []
+                        if case .peerVerified = action { peerSeen.yield() }
+                    }
+                    peerSeen.finish()
+                }
+                if !sayTexts.isEmpty {
+                    group.addTask {
+                        for await _ in firstPeer { break }
+                        for (index, text) in sayTexts.enumerated() {
+                            if index > 0, sayEvery > .zero { try? await Task.sleep(for: sayEvery) }
+                            guard !Task.isCancelled else { return }
+                            let timestamp = await node.submit(.sendPublicMessage(text))
+                            emitLine(sentLine(setup, text, timestamp))
                         }
                     }
                 }
+                // The node runs until SIGINT/SIGTERM closes the transport; a pending --say-every wait ends then.
+                await node.run()
+                group.cancelAll()
             }
+            watcher.cancel()
+            await watcher.value
+            return countersJSON(await node.counters, transport.status.counters)
         }
-        emitLine(.object([("event", .string("stopped"))]))
+        emitLine(.object([("event", .string("stopped")), ("counters", counters)]))
     }
 
-    private static func say(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: saySpec)
+    private static func say(_ args: ParsedArguments) throws(CommandExit) {
         let text = try args.requirePositionals(["text"])[0]
         guard !text.isEmpty else { throw .usage("TEXT must not be empty") }
         let setup = try setup(args)
@@ -228,10 +298,49 @@ enum MeshCommand {
             let timestamp = await node.submit(.sendPublicMessage(text))
             emitLine(sentLine(setup, text, timestamp))
             // Fragments are paced by the node: let them leave before closing.
-            while await node.hasPendingTransmits { try? await Task.sleep(for: .milliseconds(20)) }
+            _ = await node.flush(timeoutMs: 5_000)
             // close() flushes everything queued (announce, message, any fragments) before disconnecting.
             transport.close()
             try await group.waitForAll()
+        }
+    }
+
+    /// The engine's counters under their dotted names and the transport's drops by reason (`mesh listen`'s
+    /// `stopped` line: what a run dropped, and why).
+    static func countersJSON(_ engine: MeshCounters, _ transport: MeshTransportCounters) -> JSONValue {
+        var members = engine.named.map { ($0.name, JSONValue.integer(Int64($0.count))) }
+        members += transport.inboundDrops.sortedByLabel.map { ("transport.inbound." + $0.key.label, .integer(Int64($0.count))) }
+        members += transport.outboundDrops.sortedByLabel.map { ("transport.outbound." + $0.key.label, .integer(Int64($0.count))) }
+        members.append(("transport.framesIn", .integer(Int64(transport.framesIn))))
+        return .object(members)
+    }
+
+    /// A board packet as a phone's board shows it (BOARD.md §3–§5): a post or a tombstone whose inner signature
+    /// verifies under the key it carries; anything else is `boardRejected` with the reason, so a test or an
+    /// operator sees what a phone would have dropped.
+    static func boardLine(_ packet: MeshPacket) -> JSONValue {
+        let payload: BoardPayload
+        do {
+            payload = try BoardPayload.decode(packet.payload)
+        } catch {
+            return .object([("event", .string("boardRejected")), ("sender", .string(packet.sender.hex)), ("reason", .string("\(error)"))])
+        }
+        guard payload.isSignatureValid else {
+            return .object([("event", .string("boardRejected")), ("sender", .string(packet.sender.hex)), ("reason", .string("inner signature"))])
+        }
+        switch payload {
+        case .post(let post):
+            return .object([
+                ("event", .string("board")), ("postID", .string(Hex.encode(post.postID))), ("geohash", .string(post.geohash)),
+                ("nickname", .string(post.nickname)), ("content", .string(post.content)), ("urgent", .bool(post.isUrgent)),
+                ("author", .string(Hex.encode(post.authorKey))), ("createdAt", .integer(Int64(post.createdAt))),
+                ("expiresAt", .integer(Int64(post.expiresAt))),
+            ])
+        case .tombstone(let tombstone):
+            return .object([
+                ("event", .string("boardDeleted")), ("postID", .string(Hex.encode(tombstone.postID))),
+                ("author", .string(Hex.encode(tombstone.authorKey))),
+            ])
         }
     }
 
@@ -247,7 +356,7 @@ enum MeshCommand {
             if let cell = peer.bridgeGeohash { members.append(("bridgeGeohash", .string(cell))) }
             return .object(members)
         case .peerLost(let id, let reason):
-            return .object([("event", .string("peerLost")), ("peerID", .string(id.hex)), ("reason", .string(reason))])
+            return .object([("event", .string("peerLost")), ("peerID", .string(id.hex)), ("reason", .string(reason.rawValue))])
         case .publicMessage(let message):
             return .object([
                 ("event", .string("message")), ("sender", .string(message.sender.hex)),
@@ -260,9 +369,21 @@ enum MeshCommand {
             return .object([
                 ("event", .string("carrier")), ("sender", .string(carrier.sender.hex)),
                 ("direction", .string(carrier.payload.direction.name)), ("geohash", .string(carrier.payload.geohash)),
+                ("packetSigned", .bool(carrier.packetSigned)),
                 ("nostrEvent", event),
             ])
+        case .pinRefused(let announced):
+            return .object([
+                ("event", .string("pinRefused")), ("peerID", .string(announced.peerID.hex)),
+                ("nickname", .string(announced.nickname)),
+                ("signingPublicKey", .string(Hex.encode(announced.signingPublicKey.rawRepresentation))),
+            ])
+        case .boardHeard(let packet):
+            return boardLine(packet)
         case .transmit:
+            return .null
+        // The mesh command's engine runs without gossip sync (``MeshPeerEngine/Configuration/sync`` nil).
+        case .syncRequest, .syncRoundDue, .syncStore, .boardPacket:
             return .null
         }
     }

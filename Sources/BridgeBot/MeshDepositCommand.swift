@@ -14,7 +14,7 @@ enum MeshDepositCommand {
     static let spec = CommandSpec(
         path: "mesh deposit",
         summary: "Deposit a signed Nostr event with a bridge (toBridge) or gateway (toGateway) peer, as a mesh-only phone.",
-        usage: ["--mesh URL (--cell CELL | --channel GEOHASH) [--ephemeral] [--nickname NAME] [--wait SECONDS] TEXT"],
+        usage: ["--mesh URL (--cell CELL | --channel GEOHASH) [--ephemeral] [--nickname NAME] [--wait SECONDS] [--] TEXT"],
         options: MeshCommand.commonOptions + [
             .value("--cell", "CELL", "Rendezvous deposit (toBridge) for this 6-character cell."),
             .value("--channel", "GEOHASH", "Channel deposit (toGateway) for this geohash channel."),
@@ -23,8 +23,7 @@ enum MeshDepositCommand {
         ]
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         let text = try args.requirePositionals(["text"])[0]
         guard !text.isEmpty else { throw .usage("TEXT must not be empty") }
         let cell = args.value("--cell")
@@ -112,6 +111,8 @@ enum MeshDepositCommand {
                 ("event", .string("deposited")), ("direction", .string(direction.name)), ("to", .string(target.id.hex)),
                 ("eventID", .string(event.id.hex)), ("pubkey", .string(event.pubkey.hex)),
             ]))
+            // A deposit above the link's MTU leaves as fragments paced 30 ms apart: let them go first.
+            _ = await node.flush(timeoutMs: 5_000)
             transport.close()
             try await group.waitForAll()
         }

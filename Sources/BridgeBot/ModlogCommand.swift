@@ -36,8 +36,103 @@ enum ModlogCommand {
         return value * factor
     }
 
+    static let exportSpec = CommandSpec(
+        path: "modlog export",
+        summary: "Export the moderation log for an incident report: records judged in a time range, oldest first.",
+        usage: ["--since TIME [--until TIME] [--format jsonl|csv] [--redact-text] [--output FILE] [--data-dir DIR]"],
+        options: [
+            .value("--since", "TIME", "Start of the range, inclusive (required)."),
+            .value("--until", "TIME", "End of the range, exclusive (default: now)."),
+            .value("--format", "FORMAT", "jsonl (one JSON object a line, default) or csv (RFC 4180, with a header)."),
+            .flag("--redact-text", "Leave the message text out (its SHA-256 stays, so copies still match)."),
+            .value("--output", "FILE", "Write to FILE (created mode 0600) instead of standard output."),
+            .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
+        ],
+        details: """
+            TIME is 2026-12-01 (midnight UTC), 2026-12-01T10:00:00Z (or with ±HH:MM; no zone means UTC), @UNIX-SECONDS,
+            now, or a duration ago (90s, 10m, 1h, 2d, 1w). A bad time or an empty range exits 64 naming the option.
+            CSV cells of free text that a spreadsheet would run as a formula (=, +, -, @ first) get a leading '.
+            """)
+
+    static let group = CommandGroup(
+        name: "modlog",
+        summary: "Show or export the moderation log: messages the spam filter hid, with rule and figures.",
+        subcommands: [Subcommand("export", exportSpec, run: export)],
+        fallback: Subcommand("show", spec, run: show))
+
     static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
+        try group.run(arguments)
+    }
+
+    static func export(_ args: ParsedArguments) throws(CommandExit) {
+        _ = try args.requirePositionals([])
+        guard let since = args.value("--since") else { throw .usage("--since is required (a TIME; see modlog export --help)") }
+        let range: ModerationExportRange
+        do {
+            range = try ModerationExportRange(since: since, until: args.value("--until"), now: wallClockNow())
+        } catch {
+            throw .usage(error.description)
+        }
+        let formatText = args.value("--format") ?? "jsonl"
+        guard let format = ModerationExportFormat(rawValue: formatText) else {
+            throw .usage("--format '\(formatText)' must be jsonl or csv")
+        }
+        let redact = args.has("--redact-text")
+        let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
+        try KeysCommand.checkDataDirectory(dataDirectory)
+        let path = FileIO.join(dataDirectory, "bridge.sqlite3")
+        guard FileIO.exists(path) else { throw .failure("no moderation log yet (\(path) does not exist)") }
+        var output = ExportOutput()
+        if let file = args.value("--output") {
+            let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .failure("--output '\(file)': \(String(cString: strerror(errno)))") }
+            output.fd = fd
+        }
+        defer { output.close() }
+        let separator = format == .csv ? "\r\n" : "\n"
+        if format == .csv { try output.write(ModerationExport.csvHeader + separator) }
+        var writeError: CommandExit?
+        let count: Int
+        do {
+            let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+            count = try log.forEachRecord(since: range.since, until: range.until) { record in
+                guard writeError == nil else { return }
+                let line = format == .csv
+                    ? ModerationExport.csvRow(record, redactText: redact) : ModerationExport.jsonLine(record, redactText: redact)
+                do throws(CommandExit) { try output.write(line + separator) } catch { writeError = error }
+            }
+        } catch {
+            throw .failure(error.description)
+        }
+        if let writeError { throw writeError }
+        printError(
+            "modlog export: \(count) record\(count == 1 ? "" : "s") from \(ModerationExport.utcTimestamp(range.since)) until "
+                + "\(ModerationExport.utcTimestamp(range.until))\(redact ? ", text redacted" : "")")
+    }
+
+    /// Standard output or a file, written in full (a short write is retried, an error named).
+    struct ExportOutput {
+        var fd: Int32 = 1
+
+        func write(_ text: String) throws(CommandExit) {
+            let bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw .failure("modlog export: write failed: \(String(cString: strerror(errno)))")
+                }
+                offset += n
+            }
+        }
+
+        func close() {
+            if fd != 1 { _ = Glibc.close(fd) }
+        }
+    }
+
+    static func show(_ args: ParsedArguments) throws(CommandExit) {
         _ = try args.requirePositionals([])
         var query = ModerationQuery(limit: 50)
         if let since = args.value("--since") {
@@ -63,7 +158,9 @@ enum ModlogCommand {
             }
             query.limit = n
         }
-        let path = FileIO.join(Paths.dataDirectory(option: args.value("--data-dir")), "bridge.sqlite3")
+        let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
+        try KeysCommand.checkDataDirectory(dataDirectory)
+        let path = FileIO.join(dataDirectory, "bridge.sqlite3")
         guard FileIO.exists(path) else {
             if !args.has("--json") { print("No moderation log yet (\(path) does not exist).") }
             return

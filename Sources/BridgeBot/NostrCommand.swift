@@ -15,46 +15,64 @@ import Glibc
 
 /// `bitchat-bridge nostr listen|post|sign|verify`: operator tools for the internet side.
 enum NostrCommand {
-    static let spec = CommandSpec(
-        path: "nostr",
+    static let geohashOption = OptionSpec.value("--geohash", "GH", "Channel geohash.")
+    static let dataDirOption = OptionSpec.value("--data-dir", "DIR", "Data directory with the bridge identity (the channel key).")
+    /// Options of the two commands that talk to relays.
+    static let relayOptions: [OptionSpec] = [
+        .value("--relay", "URL", "Relay URL (repeatable); default: the 5 closest from the relay directory."),
+        .value("--directory", "FILE", "relays.json to choose relays from."),
+        .value("--ca-file", "FILE", "Trust this PEM CA bundle instead of the system store (wss:// tests)."),
+        .flag("--auth", "Answer NIP-42 AUTH challenges with the channel key (off: AUTH ignored, as phones do)."),
+    ]
+    static let exitCodes = "Exit codes: 0 success, 64 usage, 1 failure"
+
+    static let group = CommandGroup(
+        name: "nostr",
         summary: "Listen to, post to, sign and verify Nostr geohash events.",
-        usage: [
-            "listen --geohash GH [--cell] [--relay URL…] [--count N] [--seconds S]",
-            "post --geohash GH [--relay URL…] [--nickname NAME] [--pow BITS] TEXT",
-            "sign --geohash GH [--pow BITS] < unsigned-events.jsonl",
-            "verify < events.jsonl",
-        ],
-        options: [
-            .value("--geohash", "GH", "Channel geohash (listen/post/sign)."),
-            .flag("--cell", "listen: subscribe to the bridge rendezvous (#r of the 6-char cell and its 8 neighbours)."),
-            .value("--relay", "URL", "Relay URL (repeatable); default: the 5 closest from the relay directory."),
-            .value("--directory", "FILE", "relays.json to choose relays from."),
-            .value("--data-dir", "DIR", "Data directory with the bridge identity (post/sign)."),
-            .value("--nickname", "NAME", "post: the n tag (omitted when empty)."),
-            .value("--pow", "BITS", "NIP-13 target (post default 16; sign default none)."),
-            .value("--count", "N", "listen: exit after N verified events."),
-            .value("--seconds", "S", "listen: exit after S seconds; post: wait S seconds for OKs (default 10)."),
-            .value("--ca-file", "FILE", "Trust this PEM CA bundle instead of the system store (wss:// tests)."),
-            .flag("--auth", "Answer NIP-42 AUTH challenges with the channel key (off: AUTH ignored, as phones do)."),
-        ],
-        details: """
-            listen prints one JSON line per verified event ({"type":"event",…}) and per dropped frame or
-            event ({"type":"rejected","reason":…}); post prints one line per relay OK. Ctrl-C stops cleanly.
-            sign/verify read one JSON event per line on stdin and answer one line each.
-            Exit codes: 0 success, 64 usage, 1 failure (post: no relay accepted; verify: an invalid event).
-            """
-    )
+        subcommands: [
+            Subcommand("listen", CommandSpec(
+                path: "nostr listen",
+                summary: "Subscribe to a geohash channel (or a rendezvous ring) and print verified events as JSON lines.",
+                usage: ["--geohash GH [--cell] [--relay URL…] [--count N] [--seconds S]"],
+                options: [geohashOption,
+                          .flag("--cell", "Subscribe to the bridge rendezvous (#r of the 6-char cell and its 8 neighbours)."),
+                          .value("--count", "N", "Exit after N verified events."),
+                          .value("--seconds", "S", "Exit after S seconds.")]
+                    + relayOptions + [dataDirOption],
+                details: """
+                    One JSON line per verified event ({"type":"event",…}), per dropped frame or event
+                    ({"type":"rejected","reason":…}) and per connection change. Ctrl-C stops cleanly.
+                    \(exitCodes).
+                    """), run: listen),
+            Subcommand("post", CommandSpec(
+                path: "nostr post",
+                summary: "Sign a channel message with the channel key, mine its proof of work and publish it.",
+                usage: ["--geohash GH [--relay URL…] [--nickname NAME] [--pow BITS] [--] TEXT"],
+                options: [geohashOption,
+                          .value("--nickname", "NAME", "The n tag (omitted when empty)."),
+                          .value("--pow", "BITS", "NIP-13 target (default \(NostrPoW.defaultTarget))."),
+                          .value("--seconds", "S", "Wait S seconds for the relays' OKs (default 10).")]
+                    + relayOptions + [dataDirOption],
+                details: "Prints the published event, then one line per relay OK. \(exitCodes) (no relay accepted)."),
+                run: post),
+            Subcommand("sign", CommandSpec(
+                path: "nostr sign",
+                summary: "Sign unsigned events (one JSON object per line on stdin) with the channel key.",
+                usage: ["--geohash GH [--pow BITS] < unsigned-events.jsonl"],
+                options: [geohashOption, .value("--pow", "BITS", "Mine to this NIP-13 target first (default: none)."), dataDirOption],
+                details: "pubkey may be omitted (it is the channel key's). \(exitCodes) (a line not signed)."),
+                run: sign),
+            Subcommand("verify", CommandSpec(
+                path: "nostr verify",
+                summary: "Verify events (one JSON object per line on stdin): id, signature and proof of work.",
+                usage: ["< events.jsonl"],
+                options: [],
+                details: "One line per event: {\"line\":N,\"valid\":…}. \(exitCodes) (an invalid event)."),
+                run: verify),
+        ])
 
     static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        guard let action = args.positionals.first else { throw .usage("missing action: listen, post, sign or verify") }
-        switch action {
-        case "listen": try listen(args)
-        case "post": try post(args)
-        case "sign": try sign(args)
-        case "verify": try verify(args)
-        default: throw .usage("unknown action '\(action)' (listen, post, sign, verify)")
-        }
+        try group.run(arguments)
     }
 
     // MARK: Helpers
@@ -85,9 +103,9 @@ enum NostrCommand {
     }
 
     static func channelKey(_ args: ParsedArguments, geohash: GeohashCell) throws(CommandExit) -> SchnorrSecretKey {
-        let store = KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+        let keys = try KeysCommand.load(KeyStore(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))).keys
         do {
-            return try store.loadOrCreate().keys.channelKey(geohash: geohash.string)
+            return try keys.channelKey(geohash: geohash.string)
         } catch {
             throw .failure("\(error)")
         }
@@ -135,6 +153,7 @@ enum NostrCommand {
     // MARK: listen
 
     static func listen(_ args: ParsedArguments) throws(CommandExit) {
+        _ = try args.requirePositionals([])
         let cell = try geohash(args)
         let count = try intOption(args, "--count", range: 1...1_000_000)
         let seconds = try intOption(args, "--seconds", range: 1...86_400 * 365)
@@ -175,10 +194,11 @@ enum NostrCommand {
                                 ("pow", .integer(Int64(NostrPoW.validatedDifficulty(event)))), ("event", event.jsonValue),
                             ]))
                             if let count, delivered >= count { return }
-                        case .rejected(let relay, let sub, let reason):
+                        case .rejected(let relay, let sub, let reason, let count):
                             printLine(.object([
                                 ("type", .string("rejected")), ("relay", .string(relay)),
-                                ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason)),
+                                ("subscription", sub.map { .string($0) } ?? .null), ("reason", .string(reason.rawValue)),
+                                ("count", .integer(Int64(count))),
                             ]))
                         case .endOfStoredEvents(let sub, let fallback):
                             printLine(.object([("type", .string("eose")), ("subscription", .string(sub)),
@@ -194,7 +214,10 @@ enum NostrCommand {
                                                ("subscription", .string(sub)), ("message", .string(message))]))
                         case .notice(let relay, let message):
                             printLine(.object([("type", .string("notice")), ("relay", .string(relay)), ("message", .string(message))]))
-                        case .ok: break
+                        case .closedByPool(let relay, let why, let detail):
+                            printLine(.object([("type", .string("closed_by_pool")), ("relay", .string(relay)),
+                                               ("reason", .string(why.rawValue)), ("detail", .string(detail))]))
+                        case .ok, .publishQueueDropped: break
                         }
                     }
                 }
@@ -215,9 +238,7 @@ enum NostrCommand {
 
     static func post(_ args: ParsedArguments) throws(CommandExit) {
         let cell = try geohash(args)
-        var rest = args
-        rest.positionals.removeFirst()
-        let text = try rest.requirePositionals(["text"])[0]
+        let text = try args.requirePositionals(["text"])[0]
         guard !text.trimmingEdges(where: \.isWhitespace).isEmpty else { throw .usage("TEXT is empty") }
         let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget) ?? NostrPoW.defaultTarget
         let seconds = try intOption(args, "--seconds", range: 1...3600) ?? 10
@@ -288,6 +309,7 @@ enum NostrCommand {
     static func stdinLines() -> AnyIterator<String> { AnyIterator { readLine(strippingNewline: true) } }
 
     static func sign(_ args: ParsedArguments) throws(CommandExit) {
+        _ = try args.requirePositionals([])
         let cell = try geohash(args)
         let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget)
         let key = try channelKey(args, geohash: cell)
@@ -323,6 +345,7 @@ enum NostrCommand {
     }
 
     static func verify(_ args: ParsedArguments) throws(CommandExit) {
+        _ = try args.requirePositionals([])
         var invalid = 0
         for (number, line) in stdinLines().enumerated() where !line.isEmpty {
             do {

@@ -10,7 +10,7 @@ enum SpamCommand {
     static let explainSpec = CommandSpec(
         path: "spam explain",
         summary: "Show every spam rule's figure for a text and which rule would fire.",
-        usage: ["TEXT [--sender KEY] [--history FILE] [--config FILE] [--json]"],
+        usage: ["[--sender KEY] [--history FILE] [--config FILE] [--json] [--] TEXT"],
         options: [
             .value("--sender", "KEY", "Sender key the text comes from (default: a sender with no history)."),
             .value("--history", "FILE", "Recorded stream (JSON lines, as for 'spam check') judged first, in order."),
@@ -31,18 +31,13 @@ enum SpamCommand {
         details: "Blank lines are skipped. An invalid line prints {\"line\": N, \"id\": …, \"error\": …}; the exit status is then 1."
     )
 
+    static let group = CommandGroup(
+        name: "spam",
+        summary: "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).",
+        subcommands: [Subcommand("explain", explainSpec, run: explain), Subcommand("check", checkSpec, run: check)])
+
     static func run(_ arguments: [String]) throws(CommandExit) {
-        guard let sub = arguments.first else {
-            throw .usage("missing subcommand: spam explain TEXT … | spam check --jsonl FILE")
-        }
-        switch sub {
-        case "explain": try explain(Array(arguments.dropFirst()))
-        case "check": try check(Array(arguments.dropFirst()))
-        case "--help", "-h":
-            print(explainSpec.helpText + "\n\n" + checkSpec.helpText)
-            throw .clean
-        default: throw .usage("unknown subcommand 'spam \(sub)' (explain, check)")
-        }
+        try group.run(arguments)
     }
 
     static func loadConfig(_ path: String?) throws(CommandExit) -> SpamFilterConfig {
@@ -84,8 +79,7 @@ enum SpamCommand {
         return lines
     }
 
-    static func check(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: checkSpec)
+    static func check(_ args: ParsedArguments) throws(CommandExit) {
         _ = try args.requirePositionals([])
         guard let path = args.value("--jsonl") else { throw .usage("missing --jsonl FILE") }
         var policy = AdmissionPolicy(config: try loadConfig(args.value("--config")))
@@ -109,8 +103,7 @@ enum SpamCommand {
         if invalid > 0 { throw .failure("\(invalid) invalid line(s) in \(path)") }
     }
 
-    static func explain(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: explainSpec)
+    static func explain(_ args: ParsedArguments) throws(CommandExit) {
         let text = try args.requirePositionals(["text"])[0]
         var policy = AdmissionPolicy(config: try loadConfig(args.value("--config")))
         var now = wallClockNow()

@@ -32,11 +32,14 @@ enum StatusCommand {
         if listen == "off" {
             throw .usage("the status listener is off (BRIDGE_HTTP_LISTEN=off); pass --http HOST:PORT")
         }
-        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]), port > 0
-        else { throw .usage("--http must be HOST:PORT, not '\(listen)'") }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw .usage("--http must be HOST:PORT, not '\(listen)'") }
+        let host: String
+        let port: UInt16
+        do {
+            let parsed = try NetworkURL.hostAndPort(listen, allowPortZero: false, requirePort: true)
+            (host, port) = (parsed.host, UInt16(parsed.port ?? 0))
+        } catch {
+            throw .usage("--http must be HOST:PORT or [IPv6]:PORT, not '\(listen)': \(error)")
+        }
 
         let healthResponse: SimpleHTTPClient.Response
         let metricsResponse: SimpleHTTPClient.Response

@@ -22,29 +22,36 @@ enum WireCommand {
     static let encodeSpec = CommandSpec(
         path: "wire encode",
         summary: "Encode a packet from its JSON form (as printed by wire decode) and print the frame as hex.",
-        usage: ["JSON|- [--sign-with SEED_HEX] [--pad] [--no-compress]"],
+        usage: ["JSON [--sign-with SEED_HEX] [--pad] [--no-compress]",
+                "- [--sign-with SEED_HEX] [--pad] [--no-compress]   (JSON objects on stdin: pretty or one per line)"],
         options: [
             .value("--sign-with", "SEED_HEX", "Sign with this 32-byte Ed25519 seed (MESH-WIRE §4.3 pre-image)."),
             .flag("--pad", "PKCS#7-pad the frame to its bucket (only Noise frames are padded on the air)."),
-            .flag("--no-compress", "Never compress the payload (default: the §2.5 rule)."),
+            .flag("--no-compress", "Never compress the payload (default: the §2.5 rule, or the frame's own compressedHex)."),
         ],
-        details: "Missing fields default to version 1, TTL 7, timestamp now. 'payload' takes the decoded form; 'payloadHex' raw bytes."
+        details: """
+            Missing fields default to version 1, TTL 7, timestamp now. 'payload' takes the decoded form; 'payloadHex' raw bytes.
+            What wire decode prints encodes back to the same frame: its compressed body (compressedHex), the bytes
+            after the last field (trailingHex: padding) and the flag bits decoders ignore ('flags') are kept, so
+            'wire decode HEX | wire encode -' prints HEX again. One hex frame per JSON object read.
+            """
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        guard let sub = arguments.first else { throw .usage("wire needs 'decode' or 'encode'") }
-        let rest = Array(arguments.dropFirst())
-        switch sub {
-        case "decode": try decode(rest)
-        case "encode": try encode(rest)
-        case "--help", "-h":
-            print(decodeSpec.helpText + "\n\n" + encodeSpec.helpText)
-        default: throw .usage("unknown wire subcommand '\(sub)' (decode, encode)")
-        }
+    enum Limits {
+        /// Most stdin `encode -` reads: far above any frame's JSON (a 1.18 MB payload is ~2.4 MB of hex).
+        static let maxStdinBytes = 64 << 20
     }
 
-    private static func decode(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: decodeSpec)
+    static let group = CommandGroup(
+        name: "wire",
+        summary: "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).",
+        subcommands: [Subcommand("decode", decodeSpec, run: decode), Subcommand("encode", encodeSpec, run: encode)])
+
+    static func run(_ arguments: [String]) throws(CommandExit) {
+        try group.run(arguments)
+    }
+
+    private static func decode(_ args: ParsedArguments) throws(CommandExit) {
         let input = try args.requirePositionals(["hex"])[0]
         var key: Ed25519PublicKey?
         if let text = args.value("--signing-key") {
@@ -74,8 +81,7 @@ enum WireCommand {
         if failures > 0 { throw .failure("\(failures) frame(s) did not decode") }
     }
 
-    private static func encode(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: encodeSpec)
+    private static func encode(_ args: ParsedArguments) throws(CommandExit) {
         let input = try args.requirePositionals(["json"])[0]
         var signer: Ed25519PrivateKey?
         if let seed = args.value("--sign-with") {
@@ -84,7 +90,17 @@ enum WireCommand {
             }
             signer = key
         }
-        let documents = input == "-" ? readStdinLines().filter { !$0.allSatisfy(\.isWhitespace) } : [input]
+        let documents: [[UInt8]]
+        if input == "-" {
+            let bytes = try readStdin()
+            do {
+                documents = try JSONDocuments.split(bytes)
+            } catch {
+                throw .usage("stdin: \(error)")
+            }
+        } else {
+            documents = [Array(input.utf8)]
+        }
         for document in documents {
             let json: JSONValue
             do {
@@ -106,9 +122,27 @@ enum WireCommand {
                 }
             }
             do {
-                print(Hex.encode(try packet.encode(padding: args.has("--pad"), compression: args.has("--no-compress") ? .none : .standard)))
+                print(Hex.encode(try WireJSON.frame(packet, json: json, pad: args.has("--pad"), compress: !args.has("--no-compress"))))
             } catch {
                 throw .failure("cannot encode: \(error)")
+            }
+        }
+    }
+
+    /// All of stdin, up to ``Limits/maxStdinBytes``.
+    static func readStdin() throws(CommandExit) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if n == 0 { return bytes }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .failure("cannot read stdin (errno \(errno))")
+            }
+            bytes += chunk[0..<n]
+            guard bytes.count <= Limits.maxStdinBytes else {
+                throw .usage("stdin holds more than \(Limits.maxStdinBytes) bytes")
             }
         }
     }

@@ -11,6 +11,15 @@ import BotSupport
 /// ```
 /// `payload` is the decoded form for known types (announce TLVs, text, fragment header, request-sync, carrier
 /// with its embedded event); `encode` takes either `payload` or `payloadHex`.
+///
+/// Round trip: `encode` of what `decode` printed gives the same frame byte for byte. For that the JSON also
+/// carries what the packet fields alone do not fix: `compressedHex` (the frame's own DEFLATE body — another
+/// encoder's bytes, e.g. Android's level 6, differ from our level-5 output and signatures cover them,
+/// MESH-WIRE §4.4), `trailingHex` (bytes after the last field: PKCS#7 padding, §2.6, or anything else
+/// decoders ignore; `padded` says whether it is exactly the bucket padding) and, in `flags`, the bits decoders
+/// ignore (5–7; and 3 on v1). The other flag bits follow from the fields. One form is not reproduced: a v2
+/// frame with HAS_ROUTE and a route count of 0 (decoded as no route) encodes without the count byte; `decode`
+/// then leaves `trailingHex` out rather than print a tail that would not rebuild the frame.
 enum WireJSON {
     static func json(for packet: MeshPacket, frame: [UInt8], signingKey: Ed25519PublicKey?) -> JSONValue {
         var members: [(String, JSONValue)] = [
@@ -28,6 +37,11 @@ enum WireJSON {
             ("frameLength", .integer(Int64(frame.count))),
             ("payloadHex", .string(Hex.encode(packet.payload))),
         ]
+        if let body = packet.receivedCompressedBody { members.append(("compressedHex", .string(Hex.encode(body)))) }
+        if let (trailing, padded) = tail(of: frame, packet: packet) {
+            members.append(("trailingHex", .string(Hex.encode(trailing))))
+            members.append(("padded", .bool(padded)))
+        }
         var announcedKey: Ed25519PublicKey?
         switch decodedPayload(packet) {
         case .success(let value):
@@ -45,6 +59,51 @@ enum WireJSON {
             if case .valid(let variant) = check { members.append(("signaturePreimage", .string(variant.rawValue))) }
         }
         return .object(members)
+    }
+
+    /// The flag bits decoders ignore (MESH-WIRE §2.2): reserved bits 5–7, and HAS_ROUTE on v1.
+    static func ignoredFlags(version: UInt8) -> UInt8 { version == 1 ? 0xE8 : 0xE0 }
+
+    /// The bytes after the packet's last field, when the packet's own encoding (with `frame`'s flag byte)
+    /// is exactly the frame's start; `padded` when they are the §2.6 PKCS#7 padding of that encoding.
+    static func tail(of frame: [UInt8], packet: MeshPacket) -> (bytes: [UInt8], padded: Bool)? {
+        guard var core = try? packet.encode(), core.count < frame.count, core.count > 11 else { return nil }
+        core[11] = frame[11]
+        guard frame.starts(with: core) else { return nil }
+        return (Array(frame[core.count...]), MessagePadding.pad(core) == frame)
+    }
+
+    /// The frame for `packet` as `wire encode` prints it: the JSON's `compressedHex` reused (unless
+    /// `compress` is off), its ignored `flags` bits and `trailingHex` kept, `pad` applied when asked.
+    static func frame(_ packet: MeshPacket, json: JSONValue, pad: Bool, compress: Bool) throws(InputError) -> [UInt8] {
+        var packet = packet
+        func hex(_ key: String) throws(InputError) -> [UInt8]? {
+            guard let member = json[key], member != .null else { return nil }
+            guard let text = member.stringValue, let bytes = try? Hex.decode(text) else { throw InputError("'\(key)' is not hex") }
+            return bytes
+        }
+        if compress, let body = try hex("compressedHex") {
+            guard !body.isEmpty else { throw InputError("'compressedHex' is empty") }
+            packet.receivedCompressedBody = body
+        }
+        let trailing = try hex("trailingHex")
+        if trailing != nil && pad { throw InputError("--pad and 'trailingHex' both give the frame's tail; drop one") }
+        var frame: [UInt8]
+        do {
+            frame = try packet.encode(padding: pad, compression: compress ? .standard : .none)
+        } catch {
+            throw InputError("\(error)")
+        }
+        if packet.receivedCompressedBody != nil {
+            // A body that does not inflate to the payload would make a frame that no decoder accepts as this packet.
+            guard let again = try? MeshPacket.decode(frame), again.payload == packet.payload else {
+                throw InputError("'compressedHex' does not inflate to the payload")
+            }
+        }
+        if let flags = json["flags"]?.integerValue, let byte = UInt8(exactly: flags) {
+            frame[11] |= byte & ignoredFlags(version: packet.version)
+        }
+        return frame + (trailing ?? [])
     }
 
     static func decodedPayload(_ packet: MeshPacket) -> Result<JSONValue, WireError> {
@@ -250,5 +309,52 @@ enum WireJSON {
                 throw InputError("type \(type) needs 'payloadHex'")
             }
         }
+    }
+}
+
+/// Splits a byte stream into the JSON documents it holds one after another (`wire decode` output: pretty,
+/// multi-line objects or one object per line), so each can go to the strict parser. A document here is an
+/// object or array; brackets inside strings (with their escapes) do not count.
+enum JSONDocuments {
+    struct SplitError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func split(_ bytes: [UInt8]) throws(SplitError) -> [[UInt8]] {
+        var documents: [[UInt8]] = []
+        var depth = 0
+        var start = 0
+        var inString = false
+        var escaped = false
+        for (offset, byte) in bytes.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                if depth == 0 { start = offset }
+                depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                guard depth > 0 else { throw SplitError(description: "unexpected '\(Character(Unicode.Scalar(byte)))' at byte \(offset)") }
+                depth -= 1
+                if depth == 0 { documents.append(Array(bytes[start...offset])) }
+            case UInt8(ascii: "\""):
+                guard depth > 0 else { throw SplitError(description: "expected a JSON object at byte \(offset)") }
+                inString = true
+            case 0x20, 0x09, 0x0A, 0x0D:
+                break
+            default:
+                guard depth > 0 else { throw SplitError(description: "expected a JSON object at byte \(offset)") }
+            }
+        }
+        guard depth == 0, !inString else { throw SplitError(description: "the last JSON document is cut off at byte \(bytes.count)") }
+        return documents
     }
 }

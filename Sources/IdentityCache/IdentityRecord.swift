@@ -78,11 +78,17 @@ public struct IdentityRecord: Equatable, Sendable {
     /// protection lapses is stamped at the next pass and gets a full retention period.
     public var lastSeen: UTCDay?
     public var annotations: Annotations
+    /// Announces refused because they claimed this identity's Noise key with another signing key (the pin
+    /// held): how many, and the last one's time. A refusal refreshes nothing else.
+    public var pinRefusals: Int
+    public var lastPinRefusal: UTCTime?
 
     public init(
         key: IdentityKey, pins: MeshPins? = nil, peerID: UInt64? = nil, nickname: String? = nil, firstSeen: UTCTime? = nil,
-        lastSeen: UTCDay? = nil, annotations: Annotations = Annotations()
+        lastSeen: UTCDay? = nil, annotations: Annotations = Annotations(), pinRefusals: Int = 0, lastPinRefusal: UTCTime? = nil
     ) {
+        self.pinRefusals = pinRefusals
+        self.lastPinRefusal = lastPinRefusal
         self.key = key
         self.pins = pins
         self.peerID = peerID

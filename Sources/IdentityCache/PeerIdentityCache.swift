@@ -57,6 +57,8 @@ public final class PeerIdentityCache {
         public var forgottenByAge = 0
         public var evictedByCap = 0
         public var strangersAfter = 0
+        /// The identities this pass removed (age and cap): a mesh owner forgets their live pins too.
+        public var removed: [IdentityKey] = []
     }
 
     public struct SightingOutcome: Equatable, Sendable {
@@ -69,6 +71,7 @@ public final class PeerIdentityCache {
         public var sightings = 0
         public var firstContacts = 0
         public var writes = 0
+        /// Announces refused because they claimed a pinned Noise key with another signing key.
         public var rejectedPinMismatches = 0
         public var passes = 0
         public var forgottenByAge = 0
@@ -128,15 +131,35 @@ public final class PeerIdentityCache {
         return try store.record(key)?.annotations.blocked == true
     }
 
+    public enum Limits {
+        /// Annotated rows read per page when collecting the block list.
+        public static let blockListPage = 1_000
+        /// Rows read per page when collecting the mesh pins.
+        public static let pinPage = 1_000
+    }
+
+    /// Every blocked key: the policy file's block list (the last readable one while the file is unreadable)
+    /// and the rows the operator blocked with `identities block`. The bridge holds this set in memory and
+    /// judges against it; annotated rows are few (relationships), read a page at a time.
+    public func blockedKeys() throws(IdentityStoreError) -> Set<IdentityKey> {
+        var keys = operatorLists?.blocked ?? heldBlocks
+        var after: IdentityKey?
+        while true {
+            let page = try store.records(.annotated, limit: Limits.blockListPage, after: after)
+            for record in page where record.annotations.blocked { keys.insert(record.key) }
+            guard page.count == Limits.blockListPage, let last = page.last else { return keys }
+            after = last.key
+        }
+    }
+
     /// Records a verified sighting and, when one is due, runs a retention pass in the same transaction.
     public func recordSighting(_ sighting: Sighting, now: UTCTime) throws(IdentityStoreError) -> SightingOutcome {
         try store.transaction { () throws(IdentityStoreError) -> SightingOutcome in
             counters.sightings += 1
             let today = now.day
             let existing = try store.record(sighting.key)
-            if let pinned = existing?.pins, let offered = sighting.pins, pinned.signingKey != offered.signingKey {
-                counters.rejectedPinMismatches += 1
-                logger.debug("announce refused: signing key differs from the pin", [("identity.key", .string(sighting.key.description))])
+            if let existing, let pinned = existing.pins, let offered = sighting.pins, pinned.signingKey != offered.signingKey {
+                _ = try notePinRefusal(existing, now: now)
                 return SightingOutcome(result: .rejectedPinMismatch, pass: nil)
             }
             let nickname = sighting.nickname.map { IdentityRecord.truncated($0, maxBytes: IdentityRecord.Limits.maxNicknameBytes) }
@@ -195,9 +218,10 @@ public final class PeerIdentityCache {
         try store.setLastSeen(today, keys: unstamped)
         report.stamped = unstamped.count
         if let cutoff = RetentionRules.forgetCutoff(today: today, previousPass: lastPassDay) {
-            let expired = try store.strangerRows(stampedAtOrBefore: cutoff).lazy
+            let expired = try store.strangerRows(stampedAtOrBefore: cutoff)
                 .map(\.key).filter { !lists.protects($0) && $0 != announcer }
-            report.forgottenByAge = try store.delete(Array(expired))
+            report.forgottenByAge = try store.delete(expired)
+            report.removed += expired
         }
         // When the O(1) counter already says the cap is exceeded, the rows the ranking must read anyway give the
         // exact count, so no separate COUNT runs. Otherwise the store counts (every daily pass re-derives the
@@ -221,6 +245,7 @@ public final class PeerIdentityCache {
             }
             let victims = RetentionRules.capEvictions(strangers: rows, today: today, announcer: announcer)
             report.evictedByCap = try store.delete(victims)
+            report.removed += victims
             count -= report.evictedByCap
         }
         report.strangersAfter = count
@@ -276,6 +301,46 @@ public final class PeerIdentityCache {
                 strangerCount = count + (protected ? -1 : 1)
             }
             return updated
+        }
+    }
+
+    /// Counts an announce refused because it claimed `noiseKey`'s pinned identity with another signing key
+    /// (the mesh engine refused it against its pin). Returns the identity's refusal count afterwards (1 = the
+    /// first ever: the caller logs it), nil when the cache holds no pin for that key (the engine's pin came
+    /// from a live peer whose sighting was not written); counted either way. Nothing else changes: no stamp,
+    /// no nickname, no peer ID — a refusal refreshes nothing.
+    public func recordPinRefusal(noiseKey: [UInt8], now: UTCTime) throws(IdentityStoreError) -> Int? {
+        try store.transaction { () throws(IdentityStoreError) -> Int? in
+            guard let key = try? IdentityKey.mesh(noiseKey: noiseKey), let existing = try store.record(key),
+                existing.pins != nil
+            else {
+                counters.rejectedPinMismatches += 1
+                return nil
+            }
+            return try notePinRefusal(existing, now: now)
+        }
+    }
+
+    private func notePinRefusal(_ record: IdentityRecord, now: UTCTime) throws(IdentityStoreError) -> Int {
+        counters.rejectedPinMismatches += 1
+        var updated = record
+        updated.pinRefusals += 1
+        updated.lastPinRefusal = now
+        try store.put(updated)
+        counters.writes += 1
+        return updated.pinRefusals
+    }
+
+    /// Every mesh identity with pins (for the mesh engine's pin book at start and after another process
+    /// changed the cache), read a page at a time.
+    public func pinnedMeshRecords() throws(IdentityStoreError) -> [IdentityRecord] {
+        var out: [IdentityRecord] = []
+        var after: IdentityKey?
+        while true {
+            let page = try store.records(.all, limit: Limits.pinPage, after: after)
+            out += page.filter { $0.key.kind == .mesh && $0.pins != nil }
+            guard page.count == Limits.pinPage, let last = page.last else { return out }
+            after = last.key
         }
     }
 

@@ -47,6 +47,12 @@ public final class SQLiteIdentityStore: IdentityStore {
         DROP INDEX identity_records_stranger_stamp;
         CREATE INDEX identity_records_strangers ON identity_records(stranger, last_seen_day, first_seen_ms) WHERE stranger = 1;
         """,
+        // v3: refused announces per pinned identity (a copied Noise key with another signing key), for
+        // `identities` and for logging the first refusal of each key once, across restarts.
+        """
+        ALTER TABLE identity_records ADD COLUMN pin_refusals INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE identity_records ADD COLUMN last_pin_refusal_ms INTEGER;
+        """,
     ]
 
     public static var schemaVersion: Int { migrations.count }
@@ -68,7 +74,7 @@ public final class SQLiteIdentityStore: IdentityStore {
     private let selectUnstamped: SQLiteStatement
 
     private static let recordColumns =
-        "kind, key, noise_key, signing_key, peer_id, nickname, first_seen_ms, last_seen_day, allowed, verified, blocked, trust, petname, notes"
+        "kind, key, noise_key, signing_key, peer_id, nickname, first_seen_ms, last_seen_day, allowed, verified, blocked, trust, petname, notes, pin_refusals, last_pin_refusal_ms"
 
     /// Opens (creating and migrating if needed) the database at `path` (`:memory:` for a private in-memory one).
     public convenience init(path: String) throws(IdentityStoreError) {
@@ -95,7 +101,7 @@ public final class SQLiteIdentityStore: IdentityStore {
             upsert = try database.prepare(
                 """
                 INSERT OR REPLACE INTO identity_records(\(Self.recordColumns), stranger)
-                VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             updateStamp = try database.prepare("UPDATE identity_records SET last_seen_day = ? WHERE kind = ? AND key = ?")
             deleteRecord = try database.prepare("DELETE FROM identity_records WHERE kind = ? AND key = ?")
@@ -112,12 +118,8 @@ public final class SQLiteIdentityStore: IdentityStore {
                 """)
             selectUnstamped = try database.prepare(
                 "SELECT kind, key FROM identity_records WHERE stranger = 1 AND last_seen_day IS NULL ORDER BY kind, key")
-        } catch let error as IdentityStoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(error)
         } catch {
-            throw .corruptRow("\(error)")
+            throw Self.storeError(error)
         }
     }
 
@@ -145,18 +147,24 @@ public final class SQLiteIdentityStore: IdentityStore {
                 try? database.execute("ROLLBACK")
                 throw error
             }
-        } catch let error as IdentityStoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(error)
         } catch {
-            throw .corruptRow("\(error)")
+            throw Self.storeError(error)
         }
     }
 
     /// Runs `PRAGMA integrity_check`; returns SQLite's verdict (`["ok"]` when sound).
     public func integrityCheck() throws(IdentityStoreError) -> [String] {
         try sqlite { () throws(SQLiteError) in try database.prepare("PRAGMA integrity_check").query { $0.text(0) } }
+    }
+
+    /// The one mapping of an untyped error from a block that mixes store and SQLite calls: a store error as it is,
+    /// a SQLite error wrapped, anything else (a decoder's reason) as a corrupt row.
+    private static func storeError(_ error: any Error) -> IdentityStoreError {
+        switch error {
+        case let error as IdentityStoreError: error
+        case let error as SQLiteError: .sqlite(error)
+        default: .corruptRow("\(error)")
+        }
     }
 
     private func sqlite<T>(_ body: () throws(SQLiteError) -> T) throws(IdentityStoreError) -> T {
@@ -196,12 +204,8 @@ public final class SQLiteIdentityStore: IdentityStore {
             var out: [T] = []
             while try statement.step() { out.append(try decode(statement)) }
             return out
-        } catch let error as IdentityStoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(error)
         } catch {
-            throw .corruptRow("\(error)")
+            throw Self.storeError(error)
         }
     }
 
@@ -225,7 +229,9 @@ public final class SQLiteIdentityStore: IdentityStore {
             key: key, pins: pins, peerID: row.isNull(4) ? nil : UInt64(bitPattern: row.int64(4)),
             nickname: row.isNull(5) ? nil : row.text(5),
             firstSeen: row.isNull(6) ? nil : UTCTime(millisecondsSince1970: row.int64(6)),
-            lastSeen: row.isNull(7) ? nil : UTCDay(Int(row.int64(7))), annotations: annotations)
+            lastSeen: row.isNull(7) ? nil : UTCDay(Int(row.int64(7))), annotations: annotations,
+            pinRefusals: Int(row.int64(14)),
+            lastPinRefusal: row.isNull(15) ? nil : UTCTime(millisecondsSince1970: row.int64(15)))
     }
 
     private static func decodeRetentionRow(_ row: SQLiteStatement) throws(IdentityStoreError) -> RetentionRow {
@@ -270,6 +276,8 @@ public final class SQLiteIdentityStore: IdentityStore {
                         .integer(Int64(a.trust.rawValue)),
                         a.petname.map { .text($0) } ?? .null,
                         a.notes.map { .text($0) } ?? .null,
+                        .integer(Int64(record.pinRefusals)),
+                        record.lastPinRefusal.map { .integer($0.millisecondsSince1970) } ?? .null,
                         .integer(record.isStranger ? 1 : 0),
                     ])
             }

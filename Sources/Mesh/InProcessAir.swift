@@ -15,7 +15,7 @@ public final class InProcessAir: Sendable {
     }
 
     private struct State {
-        var members: [UInt64: AsyncStream<MeshTransportEvent>.Continuation] = [:]
+        var members: [UInt64: MeshInbound] = [:]
         var nextID: UInt64 = 1
         var random: SeededRandom
         var stats = Stats()
@@ -35,14 +35,14 @@ public final class InProcessAir: Sendable {
 
     /// A new transport on this segment; its link comes up at once.
     public func join() -> Transport {
-        let (stream, continuation) = AsyncStream.makeStream(of: MeshTransportEvent.self, bufferingPolicy: .bufferingOldest(4_096))
+        let inbound = MeshInbound()
+        inbound.linkUp(Transport.link, mtu: mtu)
         let id = state.withLock { state in
             defer { state.nextID += 1 }
-            state.members[state.nextID] = continuation
+            state.members[state.nextID] = inbound
             return state.nextID
         }
-        continuation.yield(.linkUp(Transport.link, mtu: mtu))
-        return Transport(air: self, id: id, events: stream)
+        return Transport(air: self, id: id, events: inbound)
     }
 
     fileprivate func broadcast(_ frame: [UInt8], from sender: UInt64) {
@@ -57,34 +57,45 @@ public final class InProcessAir: Sendable {
                     state.stats.droppedLoss += 1
                     continue
                 }
-                member.yield(.frame(Transport.link, frame))
-                state.stats.deliveries += 1
+                if member.frame(Transport.link, frame) { state.stats.deliveries += 1 }
             }
         }
     }
 
     fileprivate func leave(_ id: UInt64) {
-        let continuation = state.withLock { $0.members.removeValue(forKey: id) }
-        continuation?.yield(.linkDown(Transport.link))
-        continuation?.finish()
+        let inbound = state.withLock { $0.members.removeValue(forKey: id) }
+        inbound?.linkDown(Transport.link)
+        inbound?.finish()
     }
+
+    fileprivate func isMember(_ id: UInt64) -> Bool { state.withLock { $0.members[id] != nil } }
 
     /// One member's view of the segment.
     public final class Transport: MeshTransport, Sendable {
         static let link = MeshLinkID(1)
         private let air: InProcessAir
         private let id: UInt64
-        public let events: AsyncStream<MeshTransportEvent>
+        public let events: MeshInbound
 
-        fileprivate init(air: InProcessAir, id: UInt64, events: AsyncStream<MeshTransportEvent>) {
+        fileprivate init(air: InProcessAir, id: UInt64, events: MeshInbound) {
             self.air = air
             self.id = id
             self.events = events
         }
 
         public func send(_ frame: [UInt8], on link: MeshLinkID) {
-            guard link == Self.link else { return }
+            guard link == Self.link else {
+                events.countOutboundDrop(.linkDown, on: link)
+                return
+            }
             air.broadcast(frame, from: id)
+        }
+
+        public var status: MeshTransportStatus {
+            let joined = air.isMember(id)
+            return MeshTransportStatus(
+                isUp: joined, detail: joined ? "joined the in-process segment" : "left the segment",
+                linksUp: events.linksUp, counters: events.counters)
         }
 
         public func close() { air.leave(id) }

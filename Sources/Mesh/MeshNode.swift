@@ -1,78 +1,187 @@
 import BotSupport
+import Synchronization
 public import BitchatWire
 
-/// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events and a 1 s tick,
-/// performs its transmits (honouring their jitter delays) and publishes everything else on ``actions``.
+/// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events, a tick every
+/// ``Limits/tickMs`` and the owner's inputs; performs its transmits (honouring their jitter delays) and
+/// publishes everything else on ``actions``.
 ///
-/// The engine stays pure; this actor is the only place with a clock. `wallClock` returns ms since the Unix
-/// epoch (injected; the executable passes the system clock). Ends when the transport's event stream ends
-/// or the task running ``run()`` is cancelled.
+/// The engine stays pure; the node is the only place with time, and its time is a ``MeshClock`` (tests
+/// inject ``ManualMeshClock``). No polling: one timer task sleeps until the next due transmit or tick and is
+/// woken early when new work is due sooner.
+///
+/// Inputs arrive two ways, both applied in the order given:
+/// - ``submit(_:)`` (async, returns the time the input was applied at), for callers that await each input;
+/// - ``enqueue(_:)`` (synchronous, from any context, bounded), for an owner such as the bridge's coordinator
+///   that must not wait on the node but needs its inputs kept in order — instead of one `Task` per input.
+///   ``flush(timeoutMs:)`` then applies what is queued and waits until every transmit has left, so a stop
+///   can send the leave and close the transport only after it went out.
+///
+/// Ends when the transport's event sequence ends (it is closed) or the task running ``run()`` is cancelled.
 public actor MeshNode {
     public enum Limits {
         /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted.
         public static let actionBuffer = 4_096
-        /// Delayed transmits waiting for their jitter to elapse.
+        /// Delayed transmits waiting for their jitter to elapse; more are dropped and counted.
         public static let maxPendingTransmits = 8_192
+        /// Inputs waiting in ``MeshNode/enqueue(_:)``'s queue; more are dropped and counted.
+        public static let maxQueuedInputs = 4_096
         /// Engine tick period.
         public static let tickMs: UInt64 = 1_000
+    }
+
+    /// What the node itself counts (the engine's counters are ``MeshNode/counters``).
+    public struct Counters: Sendable, Equatable {
+        /// Frames handed to the transport.
+        public var transmitted = 0
+        /// Actions the consumer of ``MeshNode/actions`` did not take in time.
+        public var droppedActions = 0
+        /// Delayed transmits beyond ``Limits/maxPendingTransmits``.
+        public var droppedTransmits = 0
+        /// ``MeshNode/enqueue(_:)`` calls beyond ``Limits/maxQueuedInputs``.
+        public var droppedInputs = 0
+        /// Transmits still waiting when a ``MeshNode/flush(timeoutMs:)`` ran out of time (dropped).
+        public var abandonedAtFlush = 0
+
+        public init() {}
+    }
+
+    /// What ``flush(timeoutMs:)`` achieved.
+    public struct FlushReport: Sendable, Equatable {
+        /// True when every queued input was applied and every transmit handed to the transport in time.
+        public var completed: Bool
+        /// Transmits dropped at the deadline.
+        public var abandonedTransmits: Int
+    }
+
+    /// A transmit waiting for its delay.
+    private struct Pending {
+        let link: MeshLinkID
+        let frame: [UInt8]
+    }
+
+    /// The ``enqueue(_:)`` queue: items under a lock, and a doorbell the run loop waits on.
+    private final class InputQueue: Sendable {
+        let items = Mutex<[MeshInput]>([])
+        let doorbell: AsyncStream<Void>
+        let ring: AsyncStream<Void>.Continuation
+        let dropped = Atomic<Int>(0)
+
+        init() {
+            (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        }
+
+        func take() -> [MeshInput] { items.withLock { items in defer { items.removeAll() }; return items } }
     }
 
     public nonisolated let actions: AsyncStream<MeshAction>
     private let continuation: AsyncStream<MeshAction>.Continuation
     private var engine: MeshPeerEngine
     private let transport: any MeshTransport
-    private let wallClock: @Sendable () -> UInt64
+    private let clock: any MeshClock
     private var random: SeededRandom
-    private var pending: [(due: UInt64, link: MeshLinkID, frame: [UInt8])] = []
-    private var lastTick: UInt64 = 0
-    public private(set) var droppedActions = 0
-    public private(set) var droppedTransmits = 0
-    public private(set) var transmitted = 0
+    private let inputs = InputQueue()
+    private var pending = MinHeap<Timed<Pending>>()
+    private var sequence: UInt64 = 0
+    private var nextTickAt: UInt64 = 0
+    /// The timer task's current sleep and its deadline; cancelled to wake it early.
+    private var sleeper: Task<Void, Never>?
+    private var sleeperDeadline = UInt64.max
+    private var nodeCounters = Counters()
 
-    public init(engine: MeshPeerEngine, transport: any MeshTransport, wallClock: @escaping @Sendable () -> UInt64, seed: UInt64) {
+    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any MeshClock, seed: UInt64) {
         self.engine = engine
         self.transport = transport
-        self.wallClock = wallClock
+        self.clock = clock
         self.random = SeededRandom(seed: seed)
         (actions, continuation) = AsyncStream.makeStream(of: MeshAction.self, bufferingPolicy: .bufferingOldest(Limits.actionBuffer))
     }
 
+    /// `wallClock` returns ms since the Unix epoch (the executable passes the system clock).
+    public init(engine: MeshPeerEngine, transport: any MeshTransport, wallClock: @escaping @Sendable () -> UInt64, seed: UInt64) {
+        self.init(engine: engine, transport: transport, clock: SystemMeshClock(wallClock: wallClock), seed: seed)
+    }
+
     public var peers: [MeshPeerID: MeshPeer] { engine.peers }
-    public var counters: [String: Int] { engine.counters }
+    public var counters: MeshCounters { engine.counters }
+    /// The node's own counters (transmits, drops).
+    public var driverCounters: Counters {
+        var counters = nodeCounters
+        counters.droppedInputs = inputs.dropped.load(ordering: .relaxed)
+        return counters
+    }
     public var linkCount: Int { engine.linkCount }
     public var identity: MeshIdentity { engine.identity }
     /// True while jittered transmits are still waiting.
     public var hasPendingTransmits: Bool { !pending.isEmpty }
 
     /// Applies an input now (e.g. `.sendPublicMessage`) and returns the timestamp (ms) it was applied at.
+    /// Inputs queued with ``enqueue(_:)`` before this call are applied first, so the two paths keep order.
     @discardableResult
     public func submit(_ input: MeshInput) -> UInt64 {
-        let now = wallClock()
-        perform(engine.handle(input, now: now, random: &random), now: now)
-        return now
+        applyQueuedInputs()
+        return apply(input)
+    }
+
+    /// Queues an input to be applied in order, without waiting (from any context). False when the queue is
+    /// full (the input is dropped and counted).
+    @discardableResult
+    public nonisolated func enqueue(_ input: MeshInput) -> Bool {
+        let accepted = inputs.items.withLock { items in
+            guard items.count < Limits.maxQueuedInputs else { return false }
+            items.append(input)
+            return true
+        }
+        if accepted { inputs.ring.yield() } else { inputs.dropped.add(1, ordering: .relaxed) }
+        return accepted
+    }
+
+    /// Applies every queued input, then waits until every pending transmit has been handed to the transport
+    /// or `timeoutMs` passed on the node's clock; what still waits then is dropped and counted. Works whether
+    /// or not ``run()`` is running. Meant for a stop: enqueue the leave, flush, then close the transport.
+    public func flush(timeoutMs: UInt64) async -> FlushReport {
+        applyQueuedInputs()
+        let deadline = clock.now() &+ timeoutMs
+        while let next = pending.first {
+            let now = clock.now()
+            flushDue(now: now)
+            guard !pending.isEmpty else { break }
+            guard now < deadline, !Task.isCancelled else {
+                let abandoned = pending.count
+                pending.removeAll()
+                nodeCounters.abandonedAtFlush += abandoned
+                return FlushReport(completed: false, abandonedTransmits: abandoned)
+            }
+            await clock.sleep(until: min(next.due, deadline))
+        }
+        return FlushReport(completed: true, abandonedTransmits: 0)
     }
 
     /// Drives the node until the transport closes or the task is cancelled.
     public func run() async {
+        nextTickAt = clock.now()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [transport] in
                 for await event in transport.events {
                     await self.handle(event)
                 }
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    let wait = await self.hasPendingTransmits ? 5 : 50
-                    try? await Task.sleep(for: .milliseconds(wait))
-                    await self.timerFired()
+            group.addTask { [inputs] in
+                for await _ in inputs.doorbell {
+                    await self.applyQueuedInputs()
                 }
             }
+            group.addTask { await self.timerLoop() }
             // The transport ending ends the node.
             await group.next()
             group.cancelAll()
         }
+        sleeper?.cancel()
+        applyQueuedInputs()
         continuation.finish()
     }
+
+    // MARK: Inputs
 
     private func handle(_ event: MeshTransportEvent) {
         let input: MeshInput =
@@ -81,17 +190,61 @@ public actor MeshNode {
             case .linkDown(let link): .linkDown(link)
             case .frame(let link, let frame): .frame(link, frame)
             }
-        submit(input)
+        apply(input)
+    }
+
+    @discardableResult
+    private func apply(_ input: MeshInput) -> UInt64 {
+        let now = clock.now()
+        perform(engine.handle(input, now: now, random: &random), now: now)
+        return now
+    }
+
+    private func applyQueuedInputs() {
+        for input in inputs.take() { apply(input) }
+    }
+
+    // MARK: Timer
+
+    /// Sleeps until the next tick or due transmit (whichever is first), then does what is due; woken early
+    /// by ``wakeIfSooner(_:)`` when a transmit is queued with an earlier due time.
+    private func timerLoop() async {
+        while !Task.isCancelled {
+            let sleep = armSleeper()
+            await withTaskCancellationHandler {
+                await sleep.value
+            } onCancel: {
+                sleep.cancel()
+            }
+            timerFired()
+        }
+    }
+
+    private func armSleeper() -> Task<Void, Never> {
+        let deadline = min(nextTickAt, pending.first?.due ?? .max)
+        let clock = clock
+        let task = Task.detached { await clock.sleep(until: deadline) }
+        sleeper = task
+        sleeperDeadline = deadline
+        return task
+    }
+
+    private func wakeIfSooner(_ due: UInt64) {
+        guard due < sleeperDeadline, let sleeper else { return }
+        sleeperDeadline = due
+        sleeper.cancel()
     }
 
     private func timerFired() {
-        let now = wallClock()
-        if now >= lastTick + Limits.tickMs {
-            lastTick = now
+        let now = clock.now()
+        if now >= nextTickAt {
+            nextTickAt = now + Limits.tickMs
             perform(engine.handle(.tick, now: now, random: &random), now: now)
         }
         flushDue(now: now)
     }
+
+    // MARK: Actions
 
     private func perform(_ actions: [MeshAction], now: UInt64) {
         for action in actions {
@@ -99,30 +252,24 @@ public actor MeshNode {
             case .transmit(let link, let frame, let delay):
                 if delay == 0 {
                     transport.send(frame, on: link)
-                    transmitted += 1
+                    nodeCounters.transmitted += 1
                 } else if pending.count < Limits.maxPendingTransmits {
-                    pending.append((now + delay, link, frame))
+                    sequence += 1
+                    pending.push(Timed(due: now + delay, sequence: sequence, item: Pending(link: link, frame: frame)))
+                    wakeIfSooner(now + delay)
                 } else {
-                    droppedTransmits += 1
+                    nodeCounters.droppedTransmits += 1
                 }
             default:
-                if case .dropped = continuation.yield(action) { droppedActions += 1 }
+                if case .dropped = continuation.yield(action) { nodeCounters.droppedActions += 1 }
             }
         }
-        flushDue(now: now)
     }
 
     private func flushDue(now: UInt64) {
-        guard !pending.isEmpty else { return }
-        var keep: [(due: UInt64, link: MeshLinkID, frame: [UInt8])] = []
-        for item in pending {
-            if item.due <= now {
-                transport.send(item.frame, on: item.link)
-                transmitted += 1
-            } else {
-                keep.append(item)
-            }
+        while let next = pending.first, next.due <= now, let item = pending.pop()?.item {
+            transport.send(item.frame, on: item.link)
+            nodeCounters.transmitted += 1
         }
-        pending = keep
     }
 }

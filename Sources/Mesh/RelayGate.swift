@@ -49,10 +49,8 @@ struct RelayGate {
     }
 
     private var held: [String: Held] = [:]
-    /// Insertion order of `held` (stale keys skipped on the way out); consumed from `head`, compacted when
-    /// half of it is consumed, so every operation is O(1) amortised.
-    private var order: [String] = []
-    private var head = 0
+    /// Insertion order of `held` (stale keys skipped on the way out), so every operation is O(1) amortised.
+    private var order = FIFOQueue<String>()
     private var relayed = BoundedSet<String>(capacity: Limits.rememberedVerdicts)
     private var withheld = BoundedSet<String>(capacity: Limits.rememberedVerdicts)
 
@@ -86,41 +84,23 @@ struct RelayGate {
     /// Removes and returns the held messages whose verdict is overdue.
     mutating func expire(now: UInt64) -> [Held] {
         var expired: [Held] = []
-        while head < order.count {
-            let key = order[head]
+        while let key = order.first {
             guard let entry = held[key] else {
-                head += 1
+                _ = order.popFirst()
                 continue
             }
             guard now >= entry.heldAt + Limits.verdictTimeoutMs else { break }
             held[key] = nil
-            head += 1
+            _ = order.popFirst()
             expired.append(entry)
         }
-        compact()
         return expired
     }
 
     private mutating func popOldest() -> Held? {
-        while head < order.count {
-            let key = order[head]
-            head += 1
-            if let entry = held.removeValue(forKey: key) {
-                compact()
-                return entry
-            }
+        while let key = order.popFirst() {
+            if let entry = held.removeValue(forKey: key) { return entry }
         }
-        compact()
         return nil
-    }
-
-    private mutating func compact() {
-        if head == order.count {
-            order.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 1_024, head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
     }
 }

@@ -1,7 +1,6 @@
 import BotSupport
 import BitchatWire
 
-
 /// An in-process mesh of N ``MeshPeerEngine`` nodes on a virtual clock: a deterministic discrete-event
 /// simulation for tests. Edges have an MTU (larger frames are dropped, as BLE would refuse them), a loss
 /// probability and a latency. Node `i`'s link for edge `e` is `MeshLinkID(e)`.
@@ -33,7 +32,7 @@ public struct SimulatedMesh {
     public var recordFrames = false
 
     private var random: SeededRandom
-    private var queue = EventHeap()
+    private var queue = MinHeap<Timed<Delivery>>()
     private var sequence: UInt64 = 0
     private var nextTick: UInt64
 
@@ -64,7 +63,7 @@ public struct SimulatedMesh {
     public mutating func run(for durationMs: UInt64) {
         let end = now + durationMs
         while true {
-            let nextEvent = queue.peek()?.time ?? .max
+            let nextEvent = queue.first?.due ?? .max
             let next = min(nextEvent, nextTick)
             guard next <= end else { break }
             now = next
@@ -73,7 +72,7 @@ public struct SimulatedMesh {
                 for node in nodes.indices { apply(.tick, at: node) }
                 continue
             }
-            guard let event = queue.pop() else { break }
+            guard let event = queue.pop()?.item else { break }
             apply(.frame(MeshLinkID(UInt64(event.edge)), event.frame), at: event.to)
         }
         now = end
@@ -110,50 +109,13 @@ public struct SimulatedMesh {
         framesDelivered += 1
         let to = edge.a == node ? edge.b : edge.a
         sequence += 1
-        queue.push(EventHeap.Event(time: now + delay + edge.latencyMs, sequence: sequence, to: to, edge: edgeIndex, frame: frame))
+        queue.push(Timed(due: now + delay + edge.latencyMs, sequence: sequence, item: Delivery(to: to, edge: edgeIndex, frame: frame)))
     }
 }
 
-/// A binary min-heap of pending deliveries ordered by (time, sequence).
-struct EventHeap {
-    struct Event {
-        let time: UInt64
-        let sequence: UInt64
-        let to: Int
-        let edge: Int
-        let frame: [UInt8]
-        func precedes(_ other: Event) -> Bool { (time, sequence) < (other.time, other.sequence) }
-    }
-
-    private var items: [Event] = []
-
-    func peek() -> Event? { items.first }
-
-    mutating func push(_ event: Event) {
-        items.append(event)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].precedes(items[parent]) else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() -> Event? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].precedes(items[smallest]) { smallest = left }
-            if right < items.count, items[right].precedes(items[smallest]) { smallest = right }
-            guard smallest != parent else { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return top
-    }
+/// A pending delivery.
+struct Delivery {
+    let to: Int
+    let edge: Int
+    let frame: [UInt8]
 }

@@ -43,9 +43,17 @@ public struct ModerationLogConfig: Sendable, Equatable {
 public struct ModerationQuery: Sendable, Equatable {
     /// Only records judged at or after this Unix time.
     public var since: Double?
+    /// Only records judged before this Unix time.
+    public var until: Double?
     public var rule: SpamRule?
     public var direction: SpamDirection?
     public var senderKey: String?
+    /// Only this channel (a geohash, or `mesh`).
+    public var channel: String?
+    /// Only records whose text or display name contains this (case-insensitive for ASCII, SQLite's LIKE).
+    public var search: String?
+    /// Paging: only records with a smaller row id (the last id of the previous page).
+    public var beforeID: Int64?
     /// Newest first, at most this many.
     public var limit: Int
 
@@ -92,6 +100,8 @@ public final class ModerationLog {
         public static let maxRecordsCap = 10_000_000
         /// A query never returns more rows than this (the CLI's `--limit` is checked against it).
         public static let maxQueryLimit = 1_000_000
+        /// An export reads this many rows per query: a few MB of records at a time, whatever the range.
+        public static let exportPageSize = 1_000
     }
 
     static let component = "modlog"
@@ -103,15 +113,23 @@ public final class ModerationLog {
     private let insert: SQLiteStatement
     private var appendsSincePrune = 0
 
-    /// Opens (creating or migrating) the log in the database at `path` (`<data-dir>/bridge.sqlite3`).
-    public init(path: String, config: ModerationLogConfig, logger: Logger?) throws(ModerationLogError) {
-        self.config = config
-        self.logger = logger
+    /// Opens (creating or migrating) the log in the database at `path` (`<data-dir>/bridge.sqlite3`), on a
+    /// connection of its own (the CLI's `modlog`).
+    public convenience init(path: String, config: ModerationLogConfig, logger: Logger?) throws(ModerationLogError) {
+        let database: SQLiteDatabase
         do {
             database = try SQLiteDatabase(path: path)
         } catch {
             throw .storage(error)
         }
+        try self.init(database: database, config: config, logger: logger)
+    }
+
+    /// The log on an open connection (the bridge shares one connection per database file between its stores).
+    public init(database: SQLiteDatabase, config: ModerationLogConfig, logger: Logger?) throws(ModerationLogError) {
+        self.config = config
+        self.logger = logger
+        self.database = database
         try Self.migrate(database)
         do {
             insert = try database.prepare(
@@ -222,6 +240,14 @@ public final class ModerationLog {
         if let rule = query.rule { conditions.append("rule = ?"); values.append(.text(rule.rawValue)) }
         if let direction = query.direction { conditions.append("direction = ?"); values.append(.text(direction.rawValue)) }
         if let sender = query.senderKey { conditions.append("sender = ?"); values.append(.text(sender)) }
+        if let until = query.until { conditions.append("judged_at < ?"); values.append(.real(until)) }
+        if let channel = query.channel { conditions.append("channel = ?"); values.append(.text(channel)) }
+        if let before = query.beforeID { conditions.append("id < ?"); values.append(.integer(before)) }
+        if let search = query.search, !search.isEmpty {
+            let pattern = "%" + Self.likeEscaped(search) + "%"
+            conditions.append("(text LIKE ? ESCAPE '\\' OR display_name LIKE ? ESCAPE '\\')")
+            values += [.text(pattern), .text(pattern)]
+        }
         let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         values.append(.integer(Int64(max(0, min(query.limit, Limits.maxQueryLimit)))))
         let sql = """
@@ -235,6 +261,54 @@ public final class ModerationLog {
             throw .storage(error)
         }
         return try rows.map { (result) throws(ModerationLogError) -> ModerationRecord in try result.get() }
+    }
+
+    /// `text` with LIKE's wildcards (`%`, `_`) and the escape character taken literally.
+    static func likeEscaped(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            if c == "%" || c == "_" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out
+    }
+
+    /// Records judged in `[since, until)`, oldest first, handed to `body` one page of `pageSize` rows at a time
+    /// (an export of a million records never holds them all). Returns how many were visited.
+    @discardableResult
+    public func forEachRecord(
+        since: Double, until: Double, pageSize: Int = Limits.exportPageSize,
+        _ body: (ModerationRecord) throws(ModerationLogError) -> Void
+    ) throws(ModerationLogError) -> Int {
+        let statement: SQLiteStatement
+        do {
+            statement = try database.prepare(
+                """
+                SELECT id, judged_at, direction, channel, sender, display_name, message_id, message_ts, rule, shadow, figures,
+                  text, text_sha256 FROM modlog_records WHERE judged_at >= ? AND judged_at < ? AND id > ? ORDER BY id LIMIT ?
+                """)
+        } catch {
+            throw .storage(error)
+        }
+        var after: Int64 = 0
+        var visited = 0
+        while true {
+            let rows: [Result<ModerationRecord, ModerationLogError>]
+            do {
+                rows = try statement.query([.real(since), .real(until), .integer(after), .integer(Int64(max(1, pageSize)))]) {
+                    Self.decode($0)
+                }
+            } catch {
+                throw .storage(error)
+            }
+            for row in rows {
+                let record = try row.get()
+                after = record.id ?? after
+                visited += 1
+                try body(record)
+            }
+            if rows.count < max(1, pageSize) { return visited }
+        }
     }
 
     private static func decode(_ row: SQLiteStatement) -> Result<ModerationRecord, ModerationLogError> {

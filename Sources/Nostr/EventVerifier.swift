@@ -27,6 +27,16 @@ public struct TokenBucket: Sendable {
         tokens -= 1
         return true
     }
+
+    /// Gives back a token taken for work that did not happen.
+    public mutating func refund() { tokens = min(capacity, tokens + 1) }
+
+    /// Whether a token is available at `now`, without taking it.
+    public mutating func hasToken(now: ContinuousClock.Instant) -> Bool {
+        guard take(now: now) else { return false }
+        refund()
+        return true
+    }
 }
 
 /// Verifies inbound events cheapest check first, with Schnorr behind a token-bucket budget, so a flood
@@ -35,6 +45,12 @@ public struct TokenBucket: Sendable {
 /// Order: fields present → recomputed id string-equals the claimed id (one SHA-256) → budget token →
 /// pubkey curve check + BIP-340. Only events that reach Schnorr consume budget; tampered copies (id
 /// mismatch) are rejected for the price of a hash. Every outcome is counted.
+///
+/// ``verify(_:now:)`` runs the steps in one go. A caller that spreads the work over threads (the relay
+/// pool's verification workers) runs the two stateless halves, ``checkID(_:)`` and
+/// ``checkSignature(_:)``, wherever it likes and only ``admit(now:)`` (``refund()``) and ``record(_:)``
+/// under its lock.
+/// The relay pool keeps one verifier, so one budget, per relay.
 public struct EventVerifier: Sendable {
     public struct Configuration: Sendable {
         /// Burst of Schnorr verifications allowed at once.
@@ -59,6 +75,34 @@ public struct EventVerifier: Sendable {
         public var badSignature = 0
         /// How many Schnorr verifications actually ran (the CPU-bound part).
         public var schnorrChecks = 0
+
+        public init() {}
+
+        /// Counts one outcome of ``EventVerifier/checkID(_:)`` → ``EventVerifier/admit(now:)`` →
+        /// ``EventVerifier/checkSignature(_:)`` (every error those throw, plus success).
+        public mutating func record(_ outcome: Result<NostrEvent, NostrError>) {
+            switch outcome {
+            case .success:
+                verified += 1
+                schnorrChecks += 1
+            case .failure(.idMismatch): idMismatch += 1
+            case .failure(.overBudget): overBudget += 1
+            case .failure(.invalidPublicKey):
+                invalidPublicKey += 1
+                schnorrChecks += 1
+            case .failure(.badSignature):
+                badSignature += 1
+                schnorrChecks += 1
+            case .failure: missingIDOrSignature += 1
+            }
+        }
+    }
+
+    /// An event whose recomputed id matched the claimed one: the input of the Schnorr half.
+    public struct IdentifiedEvent: Sendable {
+        public let event: UnverifiedEvent
+        public let id: EventID
+        let signature: SchnorrSignature
     }
 
     private var budget: TokenBucket
@@ -72,26 +116,43 @@ public struct EventVerifier: Sendable {
     public mutating func verify(_ event: UnverifiedEvent, now: ContinuousClock.Instant) throws(NostrError)
         -> NostrEvent
     {
-        let id: EventID
-        let signature: SchnorrSignature
-        do {
-            (id, signature) = try event.checkID()
+        let outcome: Result<NostrEvent, NostrError>
+        do throws(NostrError) {
+            let identified = try Self.checkID(event)
+            guard admit(now: now) else { throw .overBudget }
+            outcome = .success(try Self.checkSignature(identified))
         } catch {
-            if error == .idMismatch { counters.idMismatch += 1 } else { counters.missingIDOrSignature += 1 }
-            throw error
+            outcome = .failure(error)
         }
-        guard budget.take(now: now) else {
-            counters.overBudget += 1
-            throw .overBudget
-        }
-        counters.schnorrChecks += 1
-        do {
-            let verified = try event.checkSignature(id: id, signature: signature)
-            counters.verified += 1
-            return verified
-        } catch {
-            if error == .invalidPublicKey { counters.invalidPublicKey += 1 } else { counters.badSignature += 1 }
-            throw error
-        }
+        counters.record(outcome)
+        return try outcome.get()
     }
+
+    // MARK: The steps, for a caller that runs the stateless halves on other threads
+
+    /// The cheap half (one SHA-256): required fields present and the recomputed id equal to the claimed
+    /// one. Stateless; safe on any thread.
+    public static func checkID(_ event: UnverifiedEvent) throws(NostrError) -> IdentifiedEvent {
+        let (id, signature) = try event.checkID()
+        return IdentifiedEvent(event: event, id: id, signature: signature)
+    }
+
+    /// Takes one token of the Schnorr budget at `now`; false when it is spent (the caller drops the event
+    /// as ``NostrError/overBudget``).
+    public mutating func admit(now: ContinuousClock.Instant) -> Bool { budget.take(now: now) }
+
+    /// Returns a token taken by ``admit(now:)`` for an event that never reached Schnorr (a caller that
+    /// takes the token before the id check, to need its lock once).
+    public mutating func refund() { budget.refund() }
+
+    /// Whether ``admit(now:)`` would succeed now (nothing taken).
+    public mutating func hasBudget(now: ContinuousClock.Instant) -> Bool { budget.hasToken(now: now) }
+
+    /// The expensive half: the pubkey's curve check and BIP-340. Stateless; safe on any thread.
+    public static func checkSignature(_ identified: IdentifiedEvent) throws(NostrError) -> NostrEvent {
+        try identified.event.checkSignature(id: identified.id, signature: identified.signature)
+    }
+
+    /// Counts an outcome of the steps run elsewhere (``verify(_:now:)`` counts its own).
+    public mutating func record(_ outcome: Result<NostrEvent, NostrError>) { counters.record(outcome) }
 }

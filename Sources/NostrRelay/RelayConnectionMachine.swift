@@ -2,8 +2,8 @@
 /// randomness passed in (NOSTR-GEO §6).
 ///
 /// ```
-///  idle ──start──▶ connecting ──opened──▶ connected
-///   ▲                 │  ▲ failure/timeout      │ closed
+///  idle ──start──▶ connecting ──opened──▶ connected ──(answered, up 60 s: stable)
+///   ▲                 │  ▲ failure/timeout      │ closed, unanswered, misbehaving
 ///   │                 ▼  │ retry time reached    ▼
 ///   │            backingOff ◀────────────────────┘
 ///   │                 │ 10th failure, or DNS failure
@@ -11,6 +11,13 @@
 ///   └── stop ── permanentlyFailed ── 600 s after the last disconnect ──▶ connecting (one probe)
 /// ```
 /// Backoff before attempt k+1 after the k-th consecutive failure: min(1 s · 2^(k−1), 300 s) × U[0.8, 1.2).
+///
+/// Every way an attempt or a connection ends is a failure of the same series — refused, timed out, closed
+/// by the peer, silent, misbehaving — so a relay that completes the handshake and closes at once backs off
+/// exactly like one that refuses the connection (it used to be retried every 0.8–1.2 s, because any
+/// connection that had come up restarted the series). Only a **stable** connection ends the series: one
+/// that has answered (a frame or a PONG, ``answered()``) and stayed up ``Limits/stableAfter``. Its loss
+/// is then failure 1 of a new series.
 public struct RelayConnectionMachine: Sendable {
     public enum Limits {
         /// Consecutive failures after which the relay counts as permanently failed (phones: 10).
@@ -19,6 +26,11 @@ public struct RelayConnectionMachine: Sendable {
         public static let maxBackoff: Duration = .seconds(300)
         /// A permanently failed relay is probed again this long after its last disconnect (iOS: 600 s).
         public static let permanentFailureRetry: Duration = .seconds(600)
+        /// A connection that has answered and stayed up this long is stable: the failure series is over.
+        /// A minute is far longer than any flapping relay's cycle seen (handshake-and-close, close after
+        /// the first EOSE) and far shorter than a relay's normal life (hours), and it covers a whole PING
+        /// round of the pool's liveness probe (``RelayPoolCore/Liveness``).
+        public static let stableAfter: Duration = .seconds(60)
     }
 
     public enum State: Equatable, Sendable {
@@ -40,13 +52,19 @@ public struct RelayConnectionMachine: Sendable {
         case timeout
         /// An open connection closed.
         case closed
+        /// An open connection stopped answering (no frame, no PONG within the pool's answer window).
+        case unanswered
+        /// The pool closed an open connection that kept sending invalid frames or events.
+        case misbehaving
     }
 
     public enum Action: Equatable, Sendable {
         /// Open a socket now.
         case connect
-        /// Abort the current attempt (timeout) — the driver closes the socket.
+        /// Abort the current attempt (connect timeout) — the driver closes the socket and counts a timeout.
         case abort
+        /// Close the socket (``stop()``) — not a failure.
+        case close
         /// The connection is up: flush queued events and replay subscriptions.
         case connected
         /// Nothing is connected any more; EOSE waits on this relay are over.
@@ -54,7 +72,10 @@ public struct RelayConnectionMachine: Sendable {
     }
 
     public private(set) var state: State = .idle
+    /// Failures since the last stable connection (0 once the current one is stable).
     public private(set) var consecutiveFailures = 0
+    /// The current connection has answered at least once (``answered()``).
+    public private(set) var hasAnswered = false
     public let connectTimeout: Duration
     /// Uniform random in [0, 1) for the jitter; injected so tests are deterministic.
     private let jitterUnit: @Sendable () -> Double
@@ -77,6 +98,9 @@ public struct RelayConnectionMachine: Sendable {
         return false
     }
 
+    /// The current connection is stable (``Limits/stableAfter``): its failure series is over.
+    public private(set) var isStable = false
+
     /// Begin connecting (from idle or stopped).
     public mutating func start(now: ContinuousClock.Instant) -> [Action] {
         switch state {
@@ -88,12 +112,18 @@ public struct RelayConnectionMachine: Sendable {
         }
     }
 
+    /// The upgrade completed. The failure series goes on until the connection proves stable.
     public mutating func opened(now: ContinuousClock.Instant) -> [Action] {
         guard case .connecting = state else { return [] }
         state = .connected(since: now)
-        consecutiveFailures = 0
-        probing = false
+        hasAnswered = false
+        isStable = false
         return [.connected]
+    }
+
+    /// The open connection answered (any frame, or a PONG). Needed before it can count as stable.
+    public mutating func answered() {
+        if isConnected { hasAnswered = true }
     }
 
     /// The attempt or the open connection ended.
@@ -103,12 +133,9 @@ public struct RelayConnectionMachine: Sendable {
         case .connecting, .connected: break
         default: return []
         }
-        if wasConnected {
-            // A connection that was up resets the count: its loss is failure 1 of a new series.
-            consecutiveFailures = 1
-        } else {
-            consecutiveFailures += 1
-        }
+        hasAnswered = false
+        isStable = false
+        consecutiveFailures += 1
         let permanent = failure == .dns || probing || consecutiveFailures >= Limits.maxConsecutiveFailures
         probing = false
         if permanent {
@@ -119,9 +146,14 @@ public struct RelayConnectionMachine: Sendable {
         return wasConnected ? [.disconnected] : []
     }
 
-    /// Advances timers: connect timeout, end of backoff, the late probe of a failed relay.
+    /// Advances timers: connect timeout, stability, end of backoff, the late probe of a failed relay.
     public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         switch state {
+        case .connected(let since) where !isStable && hasAnswered && now - since >= Limits.stableAfter:
+            isStable = true
+            consecutiveFailures = 0
+            probing = false
+            return []
         case .connecting(let deadline) where now >= deadline:
             return [.abort] + ended(.timeout, now: now)
         case .backingOff(let until) where now >= until:
@@ -144,7 +176,9 @@ public struct RelayConnectionMachine: Sendable {
         default: hadSocket = false
         }
         state = .stopped
-        return (hadSocket ? [.abort] : []) + (wasConnected ? [.disconnected] : [])
+        hasAnswered = false
+        isStable = false
+        return (hadSocket ? [.close] : []) + (wasConnected ? [.disconnected] : [])
     }
 }
 

@@ -3,71 +3,22 @@ import BotSupport
 public import Nostr
 public import WebSocketRuntime
 
-/// What the pool needs from a WebSocket layer. ``WebSocketRuntime`` is the live one; tests pass a fake
-/// that records frames. Calls only enqueue: they never call back into the pool synchronously.
-public protocol RelayTransport: Sendable {
-    func open(_ endpoint: WebSocketEndpoint) -> ConnectionID
-    func send(_ connection: ConnectionID, text: String)
-    func close(_ connection: ConnectionID)
-}
-
-extension WebSocketRuntime: RelayTransport {}
-
-/// Something the pool reports to its consumer.
-public enum RelayPoolEvent: Sendable, Equatable {
-    /// A verified event, first copy across all relays.
-    case event(NostrEvent, relay: String, subscription: String)
-    /// An inbound frame or event dropped, with the named reason (`id_mismatch`, `bad_signature`, …).
-    case rejected(relay: String, subscription: String?, reason: String)
-    /// Every relay that received the REQ answered EOSE (or dropped) — or, with `fallback` true, the
-    /// 10 s EOSE fallback passed first (NOSTR-GEO §6); stored events may still trickle in after it.
-    case endOfStoredEvents(subscription: String, fallback: Bool)
-    case ok(relay: String, eventID: String, accepted: Bool, message: String)
-    case closed(relay: String, subscription: String, message: String)
-    case notice(relay: String, message: String)
-    case connected(relay: String)
-    case disconnected(relay: String, reason: String)
-    /// An attempt never came up: DNS, refused, timeout or TLS. For TLS the reason carries lws's own log
-    /// line (e.g. `… (lws: … self-signed certificate …)`), the only place OpenSSL's reason appears.
-    case connectFailed(relay: String, reason: String)
-}
-
-/// Per-relay counters (NOSTR-GEO §15 q1: log and count `OK false` / `CLOSED` reasons per relay).
-public struct RelayStats: Sendable, Equatable {
-    public var connects = 0
-    public var disconnects = 0
-    public var failures: [String: Int] = [:]
-    /// The reason of the most recent failed attempt or lost connection, for status output.
-    public var lastFailure: String?
-    public var okAccepted = 0
-    public var okRejected: [String: Int] = [:]
-    public var closed: [String: Int] = [:]
-    public var notices = 0
-    public var authAnswered = 0
-    /// Events and subscriptions re-sent after a successful NIP-42 AUTH (they had met `auth-required`).
-    public var authRetried = 0
-    public var authIgnored = 0
-    /// Inbound drops by reason (parse errors, verification failures, filter mismatch).
-    public var drops: [String: Int] = [:]
-    public var duplicates = 0
-    /// EOSE frames received (every REQ the relay accepted, including replays).
-    public var eoseReceived = 0
-    /// Subscriptions whose EOSE this relay had not sent when the 10 s fallback fired.
-    public var eoseTimeouts = 0
-    public var delivered = 0
-    public var published = 0
-    /// Events evicted from the offline publish queue.
-    public var queueDropped = 0
-
-    /// The prefix of a NIP-01 machine-readable reason (`blocked`, `rate-limited`, `pow`, …) or the text.
-    static func reasonKey(_ message: String) -> String {
-        if let colon = message.firstIndex(of: ":") { return String(message[..<colon]) }
-        return message.isEmpty ? "(none)" : String(message.prefix(40))
-    }
-}
 
 /// The pool's policy, without threads or sockets: relays, their state machines and queues, the
-/// subscriptions, EOSE tracking, cross-relay dedup and verification. Every input returns what to report.
+/// subscriptions, EOSE tracking, cross-relay dedup, verification budgets and liveness. Every input returns
+/// what to report.
+///
+/// Inbound path, per connection and in arrival order (NOSTR-GEO §5.5): frame parsed (the caller may parse
+/// off the lock, ``receive(_:on:now:unixNow:)``) → subscription known → freshness window (optional) →
+/// dedup lookup on the claimed id → the connection's ``InboundWindow`` (≤ ``Limits/maxPendingFrames``) →
+/// id + budget + Schnorr (``takeJob(now:)`` / ``verify(_:)`` / ``finish(_:_:now:)``, on any thread; an event
+/// arriving while its relay's budget is spent gets only the id check, at once) →
+/// delivered in arrival order: dedup again (first copy wins), filter, id recorded, reported.
+///
+/// Isolation: every relay has its own verification budget (an ``EventVerifier``; it survives reconnects,
+/// so reconnecting does not refill it), its own window (per connection, flushed when it ends) and its own
+/// misbehaviour allowance; workers take jobs from the relays in turn. A relay flooding forged events spends
+/// its own budget and queue, then is closed and backed off; the others are served as before.
 public struct RelayPoolCore: Sendable {
     public enum Limits {
         /// Events kept per relay while it is not connected (phones: 200, oldest dropped).
@@ -82,23 +33,109 @@ public struct RelayPoolCore: Sendable {
         /// The initial load counts as done this long after the REQ even if some relay never sent EOSE
         /// (phones: 10 s).
         public static let eoseFallback: Duration = .seconds(10)
+        /// Frames of one connection between intake and delivery (events waiting for verification, and
+        /// messages behind them); a new event beyond it is dropped (`verification_queue_full`). Phones buffer
+        /// 256 frames per relay; a real relay's backfill (≤ 200 per subscription) fits.
+        public static let maxPendingFrames = 256
+        /// With this many frames in a connection's window the pool stops reading that connection (TCP
+        /// back-pressure paces the relay to what verification keeps up with, and nothing is lost); at
+        /// ``resumeReadingAt`` it reads again. The room above it absorbs the frames lws had already read.
+        public static let pauseReadingAt = 192
+        public static let resumeReadingAt = 64
+        /// Malformed frames and invalid events (``InboundDrop/isStrike``) a relay may send in a burst before
+        /// the pool closes it and backs off (``ConnectionEnd/misbehaving``). No relay we met sends any; 100
+        /// leaves room for a relay with a bug in a few stored events. The allowance refills at
+        /// ``invalidFramesForgivenPerSecond``, so an occasional bad event never closes a relay.
+        public static let invalidFrameAllowance: Double = 100
+        /// Refill of the misbehaviour allowance per second.
+        public static let invalidFramesForgivenPerSecond: Double = 1
+        /// Drops of one (relay, reason) are reported (log + ``RelayPoolEvent/rejected(relay:subscription:reason:count:)``)
+        /// the first time and then every this many; all are counted.
+        public static let dropReportInterval = 1000
+        /// NOTICE frames reported per relay in a burst, refilled at ``noticesPerMinute``; beyond that they
+        /// are counted (``RelayStats/noticesSuppressed``), not reported: a relay controls their text and rate.
+        public static let noticeBurst: Double = 10
+        public static let noticesPerMinute: Double = 6
+        /// Priority authors (``RelayPoolCore/setPriorityAuthors(_:)``) remembered; beyond it the rest are
+        /// ignored: the bridge's scheduler tracks 4,096 established senders, and operator lists are smaller.
+        public static let maxPriorityAuthors = 8_192
+        /// Each priority author's reserve on each relay, used only once that relay's budget is spent: a
+        /// burst of 10 and 10 a minute — more than a person types, so a regular's lines all get their
+        /// Schnorr check during a flood; and a forger who claims that author's key spends only that
+        /// author's reserve, with a strike against its relay for every bad signature.
+        public static let priorityReserveBurst: Double = 10
+        public static let priorityReservePerMinute: Double = 10
+    }
+
+    /// When a connected relay counts as answering, and when the pool probes and gives up on it.
+    ///
+    /// Decision: a relay is **answering** once it has sent something on this connection — any text frame
+    /// (EOSE, an event, a NOTICE, even garbage) or a PONG — and did so within ``answerWindow``. Real relays
+    /// answer our REQs with EOSE within a round trip, so they count as answering at once. A quiet channel
+    /// sends nothing for hours, so the pool probes: a WebSocket PING when the connection opens and whenever
+    /// it has been quiet for ``probeAfterQuiet``; the PONG proves liveness for the price of a few bytes and
+    /// no relay-side work (a `REQ` with `limit: 0` would also prove it, but costs the relay a query and
+    /// some relays refuse it). A connection that answers nothing within ``answerWindow`` — a relay that
+    /// upgraded and went silent, or one whose link died — is closed (``ConnectionEnd/unanswered``) and
+    /// backed off. lws's own idle PING (30 s) and hang-up (90 s) stay as a second line.
+    public struct Liveness: Sendable {
+        /// A connected relay silent for this long is sent a PING.
+        public var probeAfterQuiet: Duration
+        /// A connection counts as answering while its last answer is younger than this; with none for this
+        /// long (since it opened, for a relay that never answered) it is closed. One quiet period plus the
+        /// time a PONG may take on a bad mobile link.
+        public var answerWindow: Duration
+
+        public init(probeAfterQuiet: Duration = .seconds(25), answerWindow: Duration = .seconds(45)) {
+            self.probeAfterQuiet = probeAfterQuiet
+            self.answerWindow = answerWindow
+        }
+    }
+
+    /// How many malformed frames and invalid events a relay may send before it is closed and backed off.
+    public struct Misbehaviour: Sendable {
+        public var allowance: Double
+        public var forgivenPerSecond: Double
+
+        public init(
+            allowance: Double = Limits.invalidFrameAllowance, forgivenPerSecond: Double = Limits.invalidFramesForgivenPerSecond
+        ) {
+            self.allowance = allowance
+            self.forgivenPerSecond = forgivenPerSecond
+        }
+
+        /// Never close (benchmarks and tests that measure the intake path itself under a garbage flood).
+        public static let unlimited = Misbehaviour(allowance: .infinity, forgivenPerSecond: 0)
     }
 
     public struct Configuration: Sendable {
+        /// The verification budget **of each relay** (burst 400, 200/s: a relay's backfill of two
+        /// subscriptions verifies at once; a relay flooding forged events costs ≈ 1 % of a core, and only
+        /// while it stays connected).
         public var verification: EventVerifier.Configuration
         /// NIP-42: answer AUTH challenges with this key (operator opt-in); nil = ignore AUTH as phones do.
         public var authKey: SchnorrSecretKey?
         public var connectTimeout: Duration
+        public var liveness: Liveness
+        public var misbehaviour: Misbehaviour
+        /// Events whose `created_at` is further than this many seconds from the wall clock are dropped at
+        /// intake (`stale` / `future`), before they cost a Schnorr check; nil keeps them (`nostr listen`
+        /// shows the hour of history phones load). The bridge carries nothing outside ±900 s.
+        public var freshnessWindow: Int64?
         /// Uniform [0, 1) for backoff jitter.
         public var jitterUnit: @Sendable () -> Double
 
         public init(
             verification: EventVerifier.Configuration = .init(), authKey: SchnorrSecretKey? = nil,
-            connectTimeout: Duration = .seconds(10), jitterUnit: @escaping @Sendable () -> Double
+            connectTimeout: Duration = .seconds(10), liveness: Liveness = .init(), misbehaviour: Misbehaviour = .init(),
+            freshnessWindow: Int64? = nil, jitterUnit: @escaping @Sendable () -> Double
         ) {
             self.verification = verification
             self.authKey = authKey
             self.connectTimeout = connectTimeout
+            self.liveness = liveness
+            self.misbehaviour = misbehaviour
+            self.freshnessWindow = freshnessWindow
             self.jitterUnit = jitterUnit
         }
     }
@@ -126,7 +163,21 @@ public struct RelayPoolCore: Sendable {
         }
     }
 
+    /// One event to verify, handed to a worker by ``takeJob(now:)`` with the relay's budget decision.
+    public struct VerificationJob: Sendable {
+        let relay: Int
+        let connection: ConnectionID
+        let sequence: UInt64
+        public let event: UnverifiedEvent
+        /// A budget token was taken for it: Schnorr may run (returned if the id check fails).
+        public let admitted: Bool
+        /// The token came from the author's priority reserve, not the relay's budget.
+        var reserved = false
+    }
+
     struct Relay: Sendable {
+        /// Stable identity while the relay is in the pool (indices move when the list changes).
+        let key: Int
         let url: String
         let endpoint: WebSocketEndpoint
         var machine: RelayConnectionMachine
@@ -135,6 +186,29 @@ public struct RelayPoolCore: Sendable {
         var activeSubscriptions: Set<String> = []
         var auth = AuthSession()
         var stats = RelayStats()
+        /// This relay's Schnorr budget and outcome counts.
+        var verifier: EventVerifier
+        var strikes: TokenBucket
+        /// Priority authors' reserves on this relay (hex pubkey → bucket), created on first use.
+        var reserves: [String: TokenBucket] = [:]
+        var notices = TokenBucket(capacity: Limits.noticeBurst, refillPerSecond: Limits.noticesPerMinute / 60)
+        /// The current connection's frames between intake and delivery.
+        var window = InboundWindow(capacity: Limits.maxPendingFrames)
+        /// Reading of the current connection is paused (``Limits/pauseReadingAt``).
+        var readingPaused = false
+        /// When the current connection opened, last answered (frame or PONG) and was last probed.
+        var openedAt: ContinuousClock.Instant?
+        var lastAnswer: ContinuousClock.Instant?
+        var lastProbe: ContinuousClock.Instant?
+
+        init(key: Int, endpoint: WebSocketEndpoint, configuration: Configuration) {
+            self.key = key
+            url = endpoint.description
+            self.endpoint = endpoint
+            machine = RelayConnectionMachine(connectTimeout: configuration.connectTimeout, jitterUnit: configuration.jitterUnit)
+            verifier = EventVerifier(configuration: configuration.verification)
+            strikes = TokenBucket(capacity: configuration.misbehaviour.allowance, refillPerSecond: configuration.misbehaviour.forgivenPerSecond)
+        }
     }
 
     struct QueuedEvent: Sendable {
@@ -169,34 +243,80 @@ public struct RelayPoolCore: Sendable {
     }
 
     public let configuration: Configuration
-    private let transport: any RelayTransport
-    private var relays: [Relay] = []
-    private var subscriptions: [String: Subscription] = [:]
-    private var subscriptionOrder: [String] = []
-    private var verifier: EventVerifier
-    private var seen = BoundedSet<[UInt8]>(capacity: Limits.maxRememberedIDs)
+    let transport: any RelayTransport
+    var relays: [Relay] = []
+    var nextRelayKey = 0
+    var subscriptions: [String: Subscription] = [:]
+    var subscriptionOrder: [String] = []
+    /// Outcomes of every relay's verifications (kept when a relay leaves the pool).
+    public internal(set) var verifierCounters = EventVerifier.Counters()
+    var seen = BoundedSet<[UInt8]>(capacity: Limits.maxRememberedIDs)
     /// Between ``start(now:)`` and ``stop()``: relays added by ``setRelays(_:now:)`` connect at once.
-    private var running = false
+    var running = false
+    /// Authors (lowercase hex) whose events may use the priority reserve (``setPriorityAuthors(_:)``).
+    public internal(set) var priorityAuthors: Set<String> = []
+    /// Where ``takeJob(now:)`` looks first: the relays take turns.
+    var jobCursor = 0
+    /// Events queued for verification and not yet taken by ``takeJob(now:)`` (the live pool wakes sleeping
+    /// workers while there are some).
+    public internal(set) var waitingJobs = 0
 
     public init(relayURLs: [String], configuration: Configuration, transport: any RelayTransport) throws(WebSocketError) {
         self.configuration = configuration
         self.transport = transport
-        verifier = EventVerifier(configuration: configuration.verification)
         var seenURLs = Set<String>()
         for url in relayURLs {
             let endpoint = try WebSocketEndpoint(url: url)
             guard seenURLs.insert(endpoint.description).inserted else { continue }
-            relays.append(Relay(url: endpoint.description, endpoint: endpoint,
-                                machine: RelayConnectionMachine(connectTimeout: configuration.connectTimeout,
-                                                                jitterUnit: configuration.jitterUnit)))
+            addRelay(endpoint)
         }
     }
 
+    mutating func addRelay(_ endpoint: WebSocketEndpoint) {
+        relays.append(Relay(key: nextRelayKey, endpoint: endpoint, configuration: configuration))
+        nextRelayKey += 1
+    }
+
     public var relayURLs: [String] { relays.map(\.url) }
-    public var verifierCounters: EventVerifier.Counters { verifier.counters }
-    public func stats(_ url: String) -> RelayStats? { relays.first { $0.url == url }?.stats }
+    public func stats(_ url: String) -> RelayStats? {
+        guard let relay = relays.first(where: { $0.url == url }) else { return nil }
+        var stats = relay.stats
+        stats.verification = relay.verifier.counters
+        return stats
+    }
     public func state(_ url: String) -> RelayConnectionMachine.State? { relays.first { $0.url == url }?.machine.state }
     public var connectedCount: Int { relays.filter(\.machine.isConnected).count }
+
+    /// Whether `url` is connected and answered within the answer window (``Liveness``); nil for a relay
+    /// not in the pool.
+    public func isAnswering(_ url: String, now: ContinuousClock.Instant) -> Bool? {
+        relays.first { $0.url == url }.map { Self.isAnswering($0, now: now, window: configuration.liveness.answerWindow) }
+    }
+
+    /// Connected relays that answered within the answer window: what health should count as "up".
+    public func answeringCount(now: ContinuousClock.Instant) -> Int {
+        relays.filter { Self.isAnswering($0, now: now, window: configuration.liveness.answerWindow) }.count
+    }
+
+    static func isAnswering(_ relay: Relay, now: ContinuousClock.Instant, window: Duration) -> Bool {
+        guard relay.machine.isConnected, let last = relay.lastAnswer else { return false }
+        return now - last < window
+    }
+
+    /// Everything an operator view needs about every relay, read at once.
+    public func snapshot(now: ContinuousClock.Instant) -> RelayPoolSnapshot {
+        RelayPoolSnapshot(
+            relays: relays.map { relay in
+                var stats = relay.stats
+                stats.verification = relay.verifier.counters
+                return RelaySnapshot(
+                    url: relay.url, state: relay.machine.state, consecutiveFailures: relay.machine.consecutiveFailures,
+                    isAnswering: Self.isAnswering(relay, now: now, window: configuration.liveness.answerWindow),
+                    sinceLastAnswer: relay.lastAnswer.map { now - $0 }, pendingFrames: relay.window.count,
+                    queuedEvents: relay.queue.count, stats: stats)
+            },
+            verification: verifierCounters)
+    }
 
     // MARK: Commands
 
@@ -253,9 +373,7 @@ public struct RelayPoolCore: Sendable {
             change.removed.insert(url, at: 0)
         }
         for endpoint in wanted where !relays.contains(where: { $0.url == endpoint.description }) {
-            relays.append(Relay(url: endpoint.description, endpoint: endpoint,
-                                machine: RelayConnectionMachine(connectTimeout: configuration.connectTimeout,
-                                                                jitterUnit: configuration.jitterUnit)))
+            addRelay(endpoint)
             change.added.append(endpoint.description)
             if running {
                 let index = relays.count - 1
@@ -266,18 +384,26 @@ public struct RelayPoolCore: Sendable {
     }
 
     /// Sends to every connected relay; queues for the others (≤ 200 each, oldest dropped and counted).
-    public mutating func publish(_ event: NostrEvent) {
+    @discardableResult
+    public mutating func publish(_ event: NostrEvent) -> [RelayPoolEvent] {
         let queued = QueuedEvent(id: event.id.hex, text: ClientMessage.event(event).text)
+        var out: [RelayPoolEvent] = []
         for index in relays.indices {
             if let connection = relays[index].connection, relays[index].machine.isConnected {
                 send(queued, relay: index, connection: connection)
             } else if relays[index].queue.append(queued) != nil {
                 relays[index].stats.queueDropped += 1
+                let count = relays[index].stats.queueDropped
+                if Self.isReported(count) { out.append(.publishQueueDropped(relay: relays[index].url, count: count)) }
             }
         }
+        return out
     }
 
-    private mutating func send(_ event: QueuedEvent, relay index: Int, connection: ConnectionID) {
+    /// The first and every ``Limits/dropReportInterval``-th of a count are reported.
+    static func isReported(_ count: Int) -> Bool { count == 1 || count % Limits.dropReportInterval == 0 }
+
+    mutating func send(_ event: QueuedEvent, relay index: Int, connection: ConnectionID) {
         transport.send(connection, text: event.text)
         relays[index].stats.published += 1
         if configuration.authKey != nil { relays[index].auth.remember(event) }
@@ -359,6 +485,7 @@ public struct RelayPoolCore: Sendable {
         for index in relays.indices {
             let actions = relays[index].machine.tick(now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
+            checkLiveness(relay: index, now: now, into: &out)
         }
         // EOSE fallback: the initial load is over after 10 s even if some relay never answered.
         for id in subscriptionOrder {
@@ -375,6 +502,28 @@ public struct RelayPoolCore: Sendable {
         return out
     }
 
+    /// Probes a quiet connection and closes one that stopped answering (``Liveness``).
+    mutating func checkLiveness(relay index: Int, now: ContinuousClock.Instant, into out: inout [RelayPoolEvent]) {
+        guard relays[index].machine.isConnected, let connection = relays[index].connection, let opened = relays[index].openedAt
+        else { return }
+        let liveness = configuration.liveness
+        let last = relays[index].lastAnswer ?? opened
+        if now - last >= liveness.answerWindow {
+            let seconds = liveness.answerWindow.components.seconds
+            let detail = relays[index].lastAnswer == nil
+                ? "no frame and no PONG in the \(seconds) s since it opened" : "no frame and no PONG for \(seconds) s"
+            closeByPool(relay: index, .unanswered, detail: detail, now: now, into: &out)
+            return
+        }
+        if now - max(last, relays[index].lastProbe ?? opened) >= liveness.probeAfterQuiet {
+            transport.ping(connection)
+            relays[index].lastProbe = now
+        }
+    }
+
+    /// Socket events from the transport. A text frame is parsed and every event it carries verified **on
+    /// the calling thread** (tests, single-threaded use); the live pool parses off its lock and verifies
+    /// on workers instead (``receive(_:on:now:unixNow:)``, ``takeJob()``).
     public mutating func handle(_ event: WebSocketEvent, now: ContinuousClock.Instant, unixNow: Int64)
         -> [RelayPoolEvent]
     {
@@ -386,222 +535,37 @@ public struct RelayPoolCore: Sendable {
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
         case .ended(let id, let failure):
             guard let index = relayIndex(id) else { break }
-            relays[index].connection = nil
             let kind: RelayConnectionMachine.Failure
+            let end: ConnectionEnd
             switch failure {
-            case .dns: kind = .dns
-            case .connect: kind = .connect
-            case .closed, .closedLocally: kind = .closed
+            case .dns: (kind, end) = (.dns, .dns)
+            case .connect: (kind, end) = (.connect, .connect)
+            case .closed: (kind, end) = (.closed, .closed)
+            case .closedLocally: (kind, end) = (.closed, .closedLocally)
             }
-            let wasConnected = relays[index].machine.isConnected
-            relays[index].stats.lastFailure = failure.description
-            if !wasConnected {
-                relays[index].stats.failures[Self.failureKey(failure), default: 0] += 1
-                out.append(.connectFailed(relay: relays[index].url, reason: failure.description))
-            }
-            let actions = relays[index].machine.ended(kind, now: now)
-            perform(actions, relay: index, now: now, unixNow: unixNow, reason: failure.description, into: &out)
-        case .oversizedMessage(let id, let bytes):
+            connectionEnded(relay: index, kind, end, reason: failure.description, now: now, into: &out)
+        case .oversizedMessage(let id, _):
             guard let index = relayIndex(id) else { break }
-            drop(index, subscription: nil, NostrError.frameTooLarge(bytes: bytes).name, into: &out)
+            answered(relay: index, now: now)
+            relays[index].stats.framesReceived += 1
+            drop(index, subscription: nil, .frameTooLarge, now: now, into: &out)
+        case .pong(let id):
+            guard let index = relayIndex(id) else { break }
+            relays[index].stats.pongs += 1
+            answered(relay: index, now: now)
         case .text(let id, let frame):
-            guard let index = relayIndex(id) else { break }
-            receive(frame, relay: index, now: now, unixNow: unixNow, into: &out)
+            out = receive(Self.parse(frame), on: id, now: now, unixNow: unixNow)
+            out += verifyWaiting(now: now)
         }
         return out
     }
 
-    private static func failureKey(_ failure: WebSocketFailure) -> String {
-        switch failure {
-        case .dns: "dns"
-        case .connect: "connect"
-        case .closed: "closed"
-        case .closedLocally: "closed_locally"
-        }
-    }
-
-    private func relayIndex(_ id: ConnectionID) -> Int? { relays.firstIndex { $0.connection == id } }
-
-    private mutating func drop(_ index: Int, subscription: String?, _ reason: String, into out: inout [RelayPoolEvent]) {
-        relays[index].stats.drops[reason, default: 0] += 1
-        out.append(.rejected(relay: relays[index].url, subscription: subscription, reason: reason))
-    }
-
-    private mutating func receive(
-        _ frame: [UInt8], relay index: Int, now: ContinuousClock.Instant, unixNow: Int64,
-        into out: inout [RelayPoolEvent]
-    ) {
-        let url = relays[index].url
-        let message: RelayMessage
-        do {
-            message = try RelayMessage.parse(frame)
+    /// Parses one text frame (pure; any thread).
+    public static func parse(_ frame: [UInt8]) -> Result<RelayMessage, NostrError> {
+        do throws(NostrError) {
+            return .success(try RelayMessage.parse(frame))
         } catch {
-            drop(index, subscription: nil, error.name, into: &out)
-            return
-        }
-        switch message {
-        case .event(let subscriptionID, let unverified):
-            guard let subscription = subscriptions[subscriptionID] else {
-                drop(index, subscription: subscriptionID, "unknown_subscription", into: &out)
-                return
-            }
-            // Dedup lookup before verification; ids are recorded only after success, so a forged copy
-            // cannot suppress the genuine event (NOSTR-GEO §5.5 steps 3–4).
-            if let claimed = unverified.claimedID, seen.contains(claimed.bytes) {
-                relays[index].stats.duplicates += 1
-                return
-            }
-            let event: NostrEvent
-            do {
-                event = try verifier.verify(unverified, now: now)
-            } catch {
-                drop(index, subscription: subscriptionID, error.name, into: &out)
-                return
-            }
-            guard subscription.filters.contains(where: { Self.matchesIgnoringTime($0, event) }) else {
-                drop(index, subscription: subscriptionID, "filter_mismatch", into: &out)
-                return
-            }
-            seen.insert(event.id.bytes)
-            relays[index].stats.delivered += 1
-            out.append(.event(event, relay: url, subscription: subscriptionID))
-        case .ok(let eventID, let accepted, let reason):
-            if accepted {
-                relays[index].stats.okAccepted += 1
-            } else {
-                relays[index].stats.okRejected[RelayStats.reasonKey(reason), default: 0] += 1
-            }
-            if eventID == relays[index].auth.eventID, !eventID.isEmpty {
-                if accepted { authenticated(relay: index, unixNow: unixNow) }
-            } else if !accepted, reason.hasPrefix("auth-required:"), configuration.authKey != nil,
-                let text = relays[index].auth.unconfirmed.removeValue(forKey: eventID)
-            {
-                if relays[index].auth.authenticated {
-                    retry(event: eventID, text: text, relay: index)
-                } else if relays[index].auth.refused.append(text) != nil {
-                    relays[index].stats.queueDropped += 1
-                }
-            } else {
-                relays[index].auth.unconfirmed.removeValue(forKey: eventID)
-            }
-            out.append(.ok(relay: url, eventID: eventID, accepted: accepted, message: reason))
-        case .endOfStoredEvents(let subscriptionID):
-            relays[index].stats.eoseReceived += 1
-            eoseAnswered(subscriptionID, relay: url, into: &out)
-        case .closed(let subscriptionID, let reason):
-            relays[index].stats.closed[RelayStats.reasonKey(reason), default: 0] += 1
-            relays[index].activeSubscriptions.remove(subscriptionID)
-            if reason.hasPrefix("auth-required:"), configuration.authKey != nil, subscriptions[subscriptionID] != nil {
-                if relays[index].auth.authenticated {
-                    // Closed although we are authenticated (the REQ crossed our AUTH): once more.
-                    if relays[index].auth.retried.insert("sub:" + subscriptionID).inserted {
-                        relays[index].stats.authRetried += 1
-                        send(subscription: subscriptionID, relay: index, unixNow: unixNow)
-                    }
-                } else {
-                    relays[index].auth.closedSubscriptions.insert(subscriptionID)
-                }
-            }
-            eoseAnswered(subscriptionID, relay: url, into: &out)
-            out.append(.closed(relay: url, subscription: subscriptionID, message: reason))
-        case .notice(let text):
-            relays[index].stats.notices += 1
-            out.append(.notice(relay: url, message: text))
-        case .auth(let challenge):
-            guard let key = configuration.authKey, let connection = relays[index].connection else {
-                relays[index].stats.authIgnored += 1
-                return
-            }
-            let unsigned = UnsignedEvent(pubkey: key.publicKey, createdAt: unixNow, kind: NostrKind.clientAuthentication,
-                                         tags: [["relay", url], ["challenge", challenge]], content: "")
-            guard let signed = try? unsigned.signed(with: key) else {
-                drop(index, subscription: nil, "auth_signing_failed", into: &out)
-                return
-            }
-            relays[index].auth.eventID = signed.id.hex
-            relays[index].stats.authAnswered += 1
-            transport.send(connection, text: ClientMessage.auth(signed).text)
-        }
-    }
-
-    /// Kinds, tags, ids and authors; `since`/`until` stay the relay's business (clock skew, replays).
-    static func matchesIgnoringTime(_ filter: NostrFilter, _ event: NostrEvent) -> Bool {
-        var filter = filter
-        filter.since = nil
-        filter.until = nil
-        return filter.matches(event)
-    }
-
-    /// The relay accepted our AUTH: re-send what it refused for want of it, subscriptions first.
-    private mutating func authenticated(relay index: Int, unixNow: Int64) {
-        var auth = relays[index].auth
-        auth.authenticated = true
-        auth.eventID = nil
-        let closed = auth.closedSubscriptions
-        auth.closedSubscriptions.removeAll()
-        var refused: [String] = []
-        while let text = auth.refused.popFirst() { refused.append(text) }
-        auth.unconfirmed.removeAll()
-        auth.unconfirmedOrder = BoundedQueue(capacity: Limits.maxQueuedEvents)
-        relays[index].auth = auth
-        for id in subscriptionOrder where closed.contains(id) && relays[index].auth.retried.insert("sub:" + id).inserted {
-            relays[index].stats.authRetried += 1
-            send(subscription: id, relay: index, unixNow: unixNow)
-        }
-        for text in refused { retry(event: nil, text: text, relay: index) }
-    }
-
-    private mutating func retry(event id: String?, text: String, relay index: Int) {
-        guard let connection = relays[index].connection else { return }
-        if let id, !relays[index].auth.retried.insert("event:" + id).inserted { return }
-        relays[index].stats.authRetried += 1
-        transport.send(connection, text: text)
-    }
-
-    private mutating func eoseAnswered(_ id: String, relay url: String, into out: inout [RelayPoolEvent]) {
-        // Only a relay that was sent the REQ can complete the initial load; one that never got it
-        // (connected later, or not at all) must not end it early.
-        guard var subscription = subscriptions[id], subscription.eoseWaiting.remove(url) != nil else { return }
-        if subscription.eoseWaiting.isEmpty, !subscription.eoseReported {
-            subscription.eoseReported = true
-            out.append(.endOfStoredEvents(subscription: id, fallback: false))
-        }
-        subscriptions[id] = subscription
-    }
-
-    private mutating func send(subscription id: String, relay index: Int, unixNow: Int64) {
-        guard let subscription = subscriptions[id], let connection = relays[index].connection else { return }
-        transport.send(connection, text: subscription.request(unixNow: unixNow).text)
-        relays[index].activeSubscriptions.insert(id)
-        if !subscription.eoseReported { subscriptions[id]?.eoseWaiting.insert(relays[index].url) }
-    }
-
-    private mutating func perform(
-        _ actions: [RelayConnectionMachine.Action], relay index: Int, now: ContinuousClock.Instant, unixNow: Int64,
-        reason: String = "", into out: inout [RelayPoolEvent]
-    ) {
-        for action in actions {
-            switch action {
-            case .connect:
-                relays[index].connection = transport.open(relays[index].endpoint)
-            case .abort:
-                if let connection = relays[index].connection { transport.close(connection) }
-                relays[index].connection = nil
-                relays[index].stats.failures["timeout", default: 0] += 1
-            case .connected:
-                relays[index].stats.connects += 1
-                guard let connection = relays[index].connection else { continue }
-                while let queued = relays[index].queue.popFirst() { send(queued, relay: index, connection: connection) }
-                relays[index].activeSubscriptions.removeAll()
-                for id in subscriptionOrder { send(subscription: id, relay: index, unixNow: unixNow) }
-                out.append(.connected(relay: relays[index].url))
-            case .disconnected:
-                relays[index].stats.disconnects += 1
-                relays[index].activeSubscriptions.removeAll()
-                relays[index].auth = AuthSession()
-                for id in subscriptionOrder { eoseAnswered(id, relay: relays[index].url, into: &out) }
-                out.append(.disconnected(relay: relays[index].url, reason: reason.isEmpty ? "closed" : reason))
-            }
+            return .failure(error)
         }
     }
 }

@@ -126,7 +126,7 @@ extension RelayDirectory {
         return value
     }
 
-    private static func isASCIIDecimal(_ text: String) -> Bool {
+    static func isASCIIDecimal(_ text: String) -> Bool {
         var bytes = Array(text.utf8)[...]
         let isDigit: (UInt8) -> Bool = { $0 >= 0x30 && $0 <= 0x39 }
         if let first = bytes.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }

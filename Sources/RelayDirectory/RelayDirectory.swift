@@ -46,22 +46,30 @@ public struct RelayDirectorySource: Equatable, Sendable {
 
 /// bitchat's reviewed geo-relay directory and the iOS selection rule: the N relays nearest the centre of
 /// a geohash cell by haversine distance (R = 6371 km), ties broken by address so that every device with
-/// the same file picks the same set (NOSTR-GEO §3.2).
+/// the same file picks the same set (NOSTR-GEO §3.2). It also carries the Android app's own list
+/// (``android``, §3.3), so the bridge can serve both apps' choices (``bridgeSelection(places:count:)``).
 public struct RelayDirectory: Sendable {
     public enum Limits {
-        /// Mean Earth radius the apps use for haversine.
+        /// Mean Earth radius the iOS app uses for haversine.
         public static let earthRadiusKilometres = 6371.0
+        /// How many nearest relays both apps use per geohash (iOS `TransportConfig.nostrGeoRelayCount`,
+        /// Android `nRelays = 5`) for channel chat, presence and the bridge.
+        public static let phoneRelayCount = 5
     }
 
+    /// The iOS list, sorted by address.
     public let entries: [RelayEntry]
     public let source: RelayDirectorySource?
+    /// The Android app's list in file order, when the directory carries one.
+    public let android: AndroidRelayList?
 
-    public init(entries: [RelayEntry], source: RelayDirectorySource? = nil) {
+    public init(entries: [RelayEntry], source: RelayDirectorySource? = nil, android: AndroidRelayList? = nil) {
         self.entries = entries.sorted { $0.address < $1.address }
         self.source = source
+        self.android = android
     }
 
-    /// The `count` relays closest to the centre of `cell`, nearest first.
+    /// The `count` relays closest to the centre of `cell` by the iOS rule, nearest first.
     public func closest(to cell: GeohashCell, count: Int) -> [RelaySelection] {
         let (lat, lon) = cell.center
         return closest(latitude: lat, longitude: lon, count: count)

@@ -51,8 +51,9 @@ public struct AdmissionPolicy: Sendable {
         var links: TokenBucketSchedule
         var lastActive: UInt64
 
-        /// Spends from one bucket in place and reads its capacity in the same access (no copy of the state).
-        mutating func spend(_ bucket: Bucket, _ cost: Double, at time: Double) -> (accepted: Bool, figures: BucketFigures) {
+        /// Spends `cost` whole tokens from one bucket in place at `time` (ms) and reads its scale in the same
+        /// access (no copy of the state).
+        mutating func spend(_ bucket: Bucket, _ cost: Int, at time: Int64) -> (accepted: Bool, figures: BucketFigures) {
             switch bucket {
             case .message: Self.spend(&message, cost, at: time)
             case .characters: Self.spend(&characters, cost, at: time)
@@ -62,14 +63,14 @@ public struct AdmissionPolicy: Sendable {
 
         @inline(__always)
         private static func spend(
-            _ schedule: inout TokenBucketSchedule, _ cost: Double, at time: Double
+            _ schedule: inout TokenBucketSchedule, _ cost: Int, at time: Int64
         ) -> (accepted: Bool, figures: BucketFigures) {
             let outcome = schedule.spend(cost, at: time)
-            return (outcome.accepted, BucketFigures(level: outcome.level, cost: cost, capacity: schedule.capacity))
+            return (outcome.accepted, BucketFigures(levelUnits: outcome.level, cost: cost, scale: schedule.scale))
         }
 
         /// Marks the sender active and folds spends older than the clamp window into checkpoints.
-        mutating func touch(activity: UInt64, horizon: Double) -> Bool {
+        mutating func touch(activity: UInt64, horizon: Int64) -> Bool {
             lastActive = activity
             message.prune(before: horizon)
             characters.prune(before: horizon)
@@ -105,6 +106,10 @@ public struct AdmissionPolicy: Sendable {
     /// overwrites its oldest slot (`verdictNext`).
     private var verdictRing: [CachedVerdict] = []
     private var verdictNext = 0
+    /// The three buckets' exact scales (``BucketScale``), derived once from the configuration.
+    private let scales: (message: BucketScale, characters: BucketScale, links: BucketScale)
+    /// `timestamp_clamp_seconds` in milliseconds.
+    private let clampMilliseconds: Int64
     private var comparator = Similarity.Comparator()
     /// Whether `comparator` holds the text under judgment: loaded on its first comparison, since most
     /// texts meet no candidate that the scans compare.
@@ -122,6 +127,8 @@ public struct AdmissionPolicy: Sendable {
         self.exemptSenders = exemptSenders
         exemptKeys = Set(exemptSenders.map(TableKey.init))
         store = TextStore(capacity: config.storedTexts)
+        scales = (BucketScale(config.messageBucket), BucketScale(config.characterBucket), BucketScale(config.linkBucket))
+        clampMilliseconds = BucketScale.milliseconds(config.timestampClampSeconds)
         // The verdict ring fills to its limit within minutes of traffic and then stays full: reserved once
         // (its pages are touched in order as it fills) instead of moving its ~5 MB as it grows. The id
         // table grows on demand: reserved, its 1.3 MB of keys would be touched at random from the start
@@ -239,16 +246,18 @@ public struct AdmissionPolicy: Sendable {
         }
     }
 
-    private func clamp(_ timestamp: Double, now: Double) -> Double {
+    /// The message timestamp in whole milliseconds (``BucketScale/milliseconds(_:)``), clamped to
+    /// `[now − clamp window, now]`; a non-finite timestamp counts as `now`.
+    private func clamp(_ timestamp: Double, now: Int64) -> Int64 {
         guard timestamp.isFinite else { return now }
-        return min(max(timestamp, now - config.timestampClampSeconds), now)
+        return min(max(BucketScale.milliseconds(timestamp), now - clampMilliseconds), now)
     }
 
     /// Marks the sender active (tracking it when new) and returns its position in ``senders``, valid
     /// until the next insertion or removal: the spends of this evaluation use it without hashing the key.
-    private mutating func touchSender(_ key: TableKey, now: Double) -> Int {
+    private mutating func touchSender(_ key: TableKey, now: Int64) -> Int {
         activity += 1
-        let horizon = now - config.timestampClampSeconds
+        let horizon = now - clampMilliseconds
         let activity = self.activity
         if let slot = senderSlots[key] {
             _ = senders[Int(slot)].touch(activity: activity, horizon: horizon)
@@ -257,9 +266,9 @@ public struct AdmissionPolicy: Sendable {
         senderSlots[key] = Int32(senders.count)
         senders.append(SenderState(
             key: key,
-            message: TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate),
-            characters: TokenBucketSchedule(capacity: config.characterBucket.capacity, rate: config.characterBucket.rate),
-            links: TokenBucketSchedule(capacity: config.linkBucket.capacity, rate: config.linkBucket.rate),
+            message: TokenBucketSchedule(scales.message),
+            characters: TokenBucketSchedule(scales.characters),
+            links: TokenBucketSchedule(scales.links),
             lastActive: activity
         ))
         if senders.count > config.maxTrackedSenders { evictSenders(keeping: key) }
@@ -301,16 +310,19 @@ public struct AdmissionPolicy: Sendable {
     private mutating func evaluate(_ candidate: SpamCandidate, sender senderKey: TableKey, now: Double, explaining: Bool) -> Evaluation {
         var result = Evaluation()
         let key = candidate.senderKey
-        let time = clamp(candidate.timestamp, now: now)
+        let nowMilliseconds = BucketScale.milliseconds(now)
+        let milliseconds = clamp(candidate.timestamp, now: nowMilliseconds)
+        // The text rules take the same clamped instant in seconds (a whole number of milliseconds).
+        let time = Double(milliseconds) / 1_000
         result.figures.clampedTimestamp = time
-        let sender = touchSender(senderKey, now: now)
+        let sender = touchSender(senderKey, now: nowMilliseconds)
         func fire(_ rule: SpamRule) -> Bool {
             result.fired.append(rule)
             return !explaining
         }
 
         // 1. Message rate.
-        let message = senders[sender].spend(.message, 1, at: time)
+        let message = senders[sender].spend(.message, 1, at: milliseconds)
         result.figures.messageBucket = message.figures
         if !message.accepted, fire(.messageRate) {
             if case .text(let text) = candidate.content { storeText(text, key, candidate.messageID, time) }
@@ -323,7 +335,7 @@ public struct AdmissionPolicy: Sendable {
         defer { if !explaining { storeScalars(scalars, bigrams, key, candidate.messageID, time) } }
 
         // 2. Character rate.
-        let characters = senders[sender].spend(.characters, Double(scalars.count), at: time)
+        let characters = senders[sender].spend(.characters, scalars.count, at: milliseconds)
         result.figures.characterBucket = characters.figures
         if !characters.accepted, fire(.characterRate) { return result }
 
@@ -331,7 +343,7 @@ public struct AdmissionPolicy: Sendable {
         let links = LinkCounter.count(scalars)
         result.figures.links = links
         if links > 0 {
-            let spent = senders[sender].spend(.links, Double(links), at: time)
+            let spent = senders[sender].spend(.links, links, at: milliseconds)
             result.figures.linkBucket = spent.figures
             if !spent.accepted, fire(.linkRate) { return result }
         }
@@ -374,7 +386,7 @@ public struct AdmissionPolicy: Sendable {
     private mutating func storeScalars(
         _ scalars: [UInt32], _ bigrams: [(gram: UInt64, count: Int32)], _ key: String, _ id: String, _ time: Double
     ) {
-        let unreachable = Double(scalars.count) * config.nearCopyThreshold > config.characterBucket.capacity
+        let unreachable = Double(scalars.count) * config.nearCopyThreshold > scales.characters.capacityTokens
         store.insert(
             senderKey: key, messageID: id, time: time, length: scalars.count, scalars: unreachable ? [] : scalars,
             bigrams: unreachable ? [] : bigrams)
@@ -472,7 +484,7 @@ public struct AdmissionPolicy: Sendable {
         if let alignmentBudget, alignments >= alignmentBudget { return nil }
         alignments += 1
         let shifts = Array([top.1.d, top.2.d, top.3.d].prefix(top.filled))
-        let align = comparator.align(against: b, shifts: shifts)
+        let align = comparator.align(against: b, shifts: shifts, required: minimumAlignment(maxLength))
         let near = Similarity.reaches(align, of: maxLength, threshold: config.nearCopyThreshold)
         return (Double(align) / Double(maxLength), near)
     }

@@ -394,7 +394,12 @@ public enum Similarity {
         }
 
         /// `align(a, b)` restricted to the given diagonals: O(3·3·m).
-        public mutating func align(against b: [UInt32], shifts: [Int]) -> Int {
+        ///
+        /// With `required > 0` it may stop early and return some value below `required` once the chain cannot
+        /// reach it: a chain gains at most one pair per row, so after row `i` it can end no longer than the
+        /// longest so far plus the `m − 1 − i` rows left. A pair that reaches `required` never stops early and
+        /// gets its exact alignment.
+        public mutating func align(against b: [UInt32], shifts: [Int], required: Int = 0) -> Int {
             let m = a.count
             let n = b.count
             let t = shifts.count
@@ -406,6 +411,7 @@ public enum Similarity {
                     prefixBest.withUnsafeMutableBufferPointer { pm in
                         // pm[k * m + i] = longest chain ending on diagonal k at a row ≤ i.
                         for i in 0..<m {
+                            var longest: Int32 = 0
                             for k in 0..<t {
                                 let j = i - shifts[k]
                                 var f: Int32 = 0
@@ -419,10 +425,13 @@ public enum Similarity {
                                     f = previous + 1
                                 }
                                 let carried = i > 0 ? pm[k * m + i - 1] : 0
-                                pm[k * m + i] = max(carried, f)
+                                let value = max(carried, f)
+                                pm[k * m + i] = value
+                                longest = max(longest, value)
                             }
+                            best = Int(longest)
+                            if best + (m - 1 - i) < required { return }
                         }
-                        for k in 0..<t { best = max(best, Int(pm[k * m + m - 1])) }
                     }
                 }
             }

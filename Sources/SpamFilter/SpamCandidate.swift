@@ -56,13 +56,31 @@ public enum SpamRule: String, Sendable, CaseIterable, Comparable {
     }
 }
 
-/// A bucket's figures at the moment a spend was tried.
+/// A bucket's figures at the moment a spend was tried, exactly (``BucketScale``).
 public struct BucketFigures: Sendable, Equatable {
-    /// Tokens available at the (clamped) timestamp, before this spend.
-    public var level: Double
-    /// Tokens this message needed.
-    public var cost: Double
-    public var capacity: Double
+    /// Units available at the (clamped) timestamp, before this spend: ``level`` × `scale.unitsPerToken`.
+    public var levelUnits: Int64
+    /// Tokens this message needed (whole tokens: 1 message, its normalised scalars, its links).
+    public var cost: Int
+    public var scale: BucketScale
+
+    /// Tokens available before this spend (the nearest double to the exact level; the spend was
+    /// accepted iff the exact level is at least ``cost``).
+    public var level: Double { Double(levelUnits) / Double(scale.unitsPerToken) }
+    /// Capacity in tokens.
+    public var capacity: Double { scale.capacityTokens }
+
+    /// ``level`` rounded down to `decimals` places, for display: rounding never lifts a level just below
+    /// the cost to the cost, so a shown level is below the cost exactly when the bucket refused the spend.
+    public func level(roundedDownTo decimals: Int) -> Double {
+        var power: Int64 = 1
+        for _ in 0..<decimals { power *= 10 }
+        let whole = levelUnits / scale.unitsPerToken
+        // The remainder is below `unitsPerToken` (< 2^37), so times 10^decimals (≤ 10^6) stays in range;
+        // one division then gives the double nearest to the decimal.
+        let fraction = levelUnits % scale.unitsPerToken * power / scale.unitsPerToken
+        return Double(whole * power + fraction) / Double(power)
+    }
 }
 
 /// The similarity rules' figures.

@@ -7,6 +7,7 @@ public import BotSupport
 /// leaves a default in force.
 public struct SpamFilterConfig: Sendable, Equatable {
     /// A token bucket: `capacity` tokens, refilled continuously at `refillTokens` per `refillSeconds`.
+    /// All three are taken in thousandths (``BucketScale``: the buckets run on exact integers).
     public struct Bucket: Sendable, Equatable {
         public var capacity: Double
         public var refillTokens: Double
@@ -17,9 +18,6 @@ public struct SpamFilterConfig: Sendable, Equatable {
             self.refillTokens = refillTokens
             self.refillSeconds = refillSeconds
         }
-
-        /// Tokens per second.
-        public var rate: Double { refillTokens / refillSeconds }
     }
 
     /// Bounds on the tunables themselves: values outside them are configuration errors.
@@ -30,6 +28,12 @@ public struct SpamFilterConfig: Sendable, Equatable {
         public static let maxTrackedSenders = 1_000_000
         /// Repeat window and clamp window longer than a day would keep per-sender history unbounded in practice.
         public static let maxWindowSeconds = 86_400.0
+        /// Bucket capacities and refills: a million tokens is far beyond any message or character burst
+        /// (a message is at most 16,000 bytes), and keeps a bucket's exact figures below 2^57 (``BucketScale``).
+        public static let maxBucketTokens: Int64 = 1_000_000
+        /// Bucket figures have at most this many decimals (thousandths: a millisecond of refill time), so
+        /// the buckets run on exact integers and a decimal such as 0.1 means exactly a tenth.
+        public static let bucketDecimals = 3
     }
 
     public var enabled = true
@@ -58,9 +62,16 @@ public struct SpamFilterConfig: Sendable, Equatable {
     /// Most recent texts kept for the similarity rules.
     public var storedTexts = 200
     /// The cross-user scan (newest first) stops after this many comparisons…
-    public var crossUserScanMaxComparisons = 64
-    /// …or this many full alignments.
-    public var crossUserScanMaxAlignments = 8
+    ///
+    /// 200, the default `stored_texts`, so by default the scan is exhaustive: the spec's 64 comparisons
+    /// or 8 alignments (sized for a phone port about 40× slower) let 8 crafted look-alikes from one extra
+    /// identity — stored even when the rate rules hide them — use the scan up, and the next copies of a
+    /// swarm passed. Exhaustive costs no new worst case: the own-sender scan was never capped, and the two
+    /// scans together compare each stored text at most once (at most `stored_texts` pairs per judgment).
+    /// The caps still bound the scan when `stored_texts` is raised above them.
+    public var crossUserScanMaxComparisons = 200
+    /// …or this many full alignments (200, as above: an alignment costs less than the diagonal count before it).
+    public var crossUserScanMaxAlignments = 200
     /// Senders tracked; on overflow the least recently active are evicted down to 3/4 of this.
     public var maxTrackedSenders = 4096
     /// When true, verdicts are computed and logged but nothing is hidden.
@@ -174,16 +185,31 @@ extension SpamFilterConfig {
     private static func bucket(_ value: JSONValue, _ path: String, default base: Bucket) throws(SpamConfigError) -> Bucket {
         guard let members = value.objectValue else { throw .notAnObject(field: path) }
         var bucket = base
+        let tokens = Double(Limits.maxBucketTokens)
         for (key, member) in members {
             let field = path + "." + key
             switch key {
-            case "capacity": bucket.capacity = try number(member, field, in: 1...1e9, "must be between 1 and 1e9")
-            case "refill_tokens": bucket.refillTokens = try number(member, field, in: 1e-9...1e9, "must be positive")
+            case "capacity":
+                bucket.capacity = try thousandths(member, field, in: 1...tokens, "must be between 1 and 1e6")
+            case "refill_tokens":
+                bucket.refillTokens = try thousandths(member, field, in: 0.001...tokens, "must be between 0.001 and 1e6")
             case "refill_seconds":
-                bucket.refillSeconds = try number(member, field, in: 1e-3...Limits.maxWindowSeconds, "must be 1 ms … 1 day")
+                bucket.refillSeconds = try thousandths(member, field, in: 0.001...Limits.maxWindowSeconds, "must be 1 ms … 1 day")
             default: throw .unknownField(field: field)
             }
         }
         return bucket
+    }
+
+    /// A number in `range` that is a whole number of thousandths (``Limits/bucketDecimals``): the nearest
+    /// double to `k / 1000` for an integer `k`, which is what the decimal text `k / 1000` parses to.
+    private static func thousandths(
+        _ value: JSONValue, _ path: String, in range: ClosedRange<Double>, _ reason: String
+    ) throws(SpamConfigError) -> Double {
+        let number = try number(value, path, in: range, reason)
+        guard (number * 1_000).rounded() / 1_000 == number else {
+            throw .outOfRange(field: path, reason: "must have at most \(Limits.bucketDecimals) decimals")
+        }
+        return number
     }
 }

@@ -4,8 +4,12 @@ extension SpamFigures {
     /// The figures as a JSON object (moderation log, `spam check`, `spam explain`). Absent rules are omitted.
     public var jsonValue: JSONValue {
         func round(_ x: Double) -> JSONValue { .double((x * 10_000).rounded() / 10_000) }
+        // The level rounded down (`BucketFigures.level(roundedDownTo:)`): below the cost iff the bucket refused,
+        // and to thousandths, so the moderation log's table (3 decimals) shows it unchanged.
         func bucket(_ b: BucketFigures) -> JSONValue {
-            .object([("level", round(b.level)), ("cost", round(b.cost)), ("capacity", round(b.capacity))])
+            .object([
+                ("level", .double(b.level(roundedDownTo: 3))), ("cost", .integer(Int64(b.cost))), ("capacity", round(b.capacity)),
+            ])
         }
         func copies(_ c: CopyFigures) -> JSONValue {
             var members: [(String, JSONValue)] = [
@@ -43,7 +47,7 @@ extension SpamFigures {
     public func summary(for rule: SpamRule) -> String {
         func level(_ b: BucketFigures?) -> String {
             guard let b else { return "-" }
-            return "needs \(format(b.cost)), has \(format(b.level)) of \(format(b.capacity))"
+            return "needs \(b.cost), has \(format(b.level(roundedDownTo: 3))) of \(format(b.capacity))"
         }
         switch rule {
         case .messageRate: return level(messageBucket)

@@ -1,8 +1,11 @@
 import Foundation
 
 /// Normalisation before any text rule (SPAM-FILTER.md §3): NFKD; drop combining marks (Mn, Mc, Me),
-/// format characters (Cf: zero-width spaces, joiners, BOM, soft hyphen) and controls; lowercase;
-/// collapse whitespace runs to one space; trim. The result is Unicode scalar values.
+/// format characters (Cf: zero-width spaces, joiners, BOM, soft hyphen) and every control (Cc) but
+/// newline and tab — carriage return, vertical tab, form feed and NEL (U+0085) too, though Unicode counts
+/// them as whitespace, so `"fr\ree"` is `"free"`; lowercase; collapse whitespace runs (newline, tab and
+/// the non-control Unicode spaces: U+0020, U+00A0, U+2028, U+3000, …) to one space; trim. The result is
+/// Unicode scalar values.
 ///
 /// Foundation is used for one thing only: the compatibility decomposition (NFKD) of non-ASCII text,
 /// which the Swift standard library does not expose and which is what turns mathematical bold and
@@ -31,6 +34,10 @@ public enum TextNormalizer {
                 continue
             }
             let properties = scalar.properties
+            switch properties.generalCategory {
+            case .nonspacingMark, .spacingMark, .enclosingMark, .format, .control: continue  // NEL, C1 controls
+            default: break
+            }
             if properties.isWhitespace {
                 pendingSpace = !out.isEmpty
                 continue
@@ -78,10 +85,10 @@ public enum TextNormalizer {
                     }
                     out[n] = UInt32(byte &- 0x41 < 26 ? byte &+ 0x20 : byte)
                     n &+= 1
-                } else if byte == 0x20 || byte &- 0x09 < 5 {
-                    pendingSpace = n != 0  // tab, line feed, vertical tab, form feed, carriage return, space
+                } else if byte == 0x20 || byte &- 0x09 < 2 {
+                    pendingSpace = n != 0  // tab, line feed, space
                 }
-                // other controls (below 0x20, and 0x7F) are dropped
+                // other controls (below 0x20, carriage return among them, and 0x7F) are dropped
             }
             return n
         }
@@ -92,10 +99,10 @@ public enum TextNormalizer {
     @inline(__always)
     private static func appendASCII(_ value: UInt32, to out: inout [UInt32], pendingSpace: inout Bool) {
         switch value {
-        case 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20:
+        case 0x09, 0x0A, 0x20:
             pendingSpace = !out.isEmpty
         case 0x00..<0x20, 0x7F:
-            return  // other controls are dropped
+            return  // other controls (carriage return, vertical tab, form feed among them) are dropped
         default:
             if pendingSpace {
                 out.append(0x20)

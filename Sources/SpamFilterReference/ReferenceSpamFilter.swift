@@ -1,3 +1,4 @@
+import Foundation
 public import SpamFilter
 
 /// The exhaustive reference for the spam filter: the rules of SPAM-FILTER.md written as plainly as
@@ -5,8 +6,9 @@ public import SpamFilter
 /// bucket state, no early exits, no sender eviction, unbounded verdict cache). Used by the
 /// equivalence tests and by `bitchat-bridge bench spam` as the side-by-side baseline; never by the bridge.
 ///
-/// It shares only the normaliser and the link counter with the real filter (both are straight
-/// translations of the spec with no shortcut to check).
+/// It shares only the link counter (a straight translation of the spec with no shortcut to check) and the
+/// exact bucket arithmetic (`BucketScale`: milliseconds and integer units) with the real filter; the
+/// normaliser is its own, step by step as §3 lists them, to check the filter's ASCII fast path.
 public struct ReferenceSpamFilter {
     public struct Verdict: Equatable, Sendable {
         public var hidden: Bool
@@ -21,7 +23,8 @@ public struct ReferenceSpamFilter {
     }
 
     public let config: SpamFilterConfig
-    private var spends: [String: [[(time: Double, cost: Double)]]] = [:]
+    /// Per sender, per bucket: accepted spends as (time ms, cost units), ordered by time.
+    private var spends: [String: [[(time: Int64, cost: Int64)]]] = [:]
     private var texts: [StoredText] = []
     private var verdicts: [String: Verdict] = [:]
 
@@ -35,23 +38,27 @@ public struct ReferenceSpamFilter {
     }
 
     private mutating func evaluate(_ candidate: SpamCandidate, now: Double) -> Verdict {
-        let time = min(max(candidate.timestamp, now - config.timestampClampSeconds), now)
+        // Buckets on whole milliseconds and integer units (`BucketScale`), the text rules on the same instant.
+        let nowMilliseconds = BucketScale.milliseconds(now)
+        let stamp = candidate.timestamp.isFinite ? BucketScale.milliseconds(candidate.timestamp) : nowMilliseconds
+        let milliseconds = min(max(stamp, nowMilliseconds - BucketScale.milliseconds(config.timestampClampSeconds)), nowMilliseconds)
+        let time = Double(milliseconds) / 1_000
         let key = candidate.senderKey
         var scalars: [UInt32]?
-        if case .text(let text) = candidate.content { scalars = TextNormalizer.normalize(text) }
+        if case .text(let text) = candidate.content { scalars = Self.normalize(text) }
         defer {
             if let scalars {
                 texts.append(StoredText(sender: key, id: candidate.messageID, time: time, scalars: scalars))
                 if texts.count > config.storedTexts { texts.removeFirst() }
             }
         }
-        let buckets = [config.messageBucket, config.characterBucket, config.linkBucket]
+        let buckets = [config.messageBucket, config.characterBucket, config.linkBucket].map(BucketScale.init)
         if spends[key] == nil { spends[key] = [[], [], []] }
-        func trySpend(_ bucket: Int, _ cost: Double) -> Bool {
+        func trySpend(_ bucket: Int, _ tokens: Int) -> Bool {
             var list = spends[key]?[bucket] ?? []
-            let index = list.firstIndex { $0.time > time } ?? list.count
-            list.insert((time, cost), at: index)
-            if Self.simulate(list, capacity: buckets[bucket].capacity, rate: buckets[bucket].rate) {
+            let index = list.firstIndex { $0.time > milliseconds } ?? list.count
+            list.insert((milliseconds, buckets[bucket].units(tokens: tokens)), at: index)
+            if Self.simulate(list, buckets[bucket]) {
                 spends[key]?[bucket] = list
                 return true
             }
@@ -59,9 +66,9 @@ public struct ReferenceSpamFilter {
         }
         guard trySpend(0, 1) else { return Verdict(hidden: true, rule: .messageRate) }
         guard let s = scalars else { return Verdict(hidden: false, rule: nil) }
-        guard trySpend(1, Double(s.count)) else { return Verdict(hidden: true, rule: .characterRate) }
+        guard trySpend(1, s.count) else { return Verdict(hidden: true, rule: .characterRate) }
         let links = LinkCounter.count(s)
-        if links > 0, !trySpend(2, Double(links)) { return Verdict(hidden: true, rule: .linkRate) }
+        if links > 0, !trySpend(2, links) { return Verdict(hidden: true, rule: .linkRate) }
 
         let window = texts.filter { abs($0.time - time) < config.repeatWindowSeconds }
         let own = window.filter { $0.sender == key && Self.isNearCopy(s, $0.scalars, config.nearCopyThreshold) }
@@ -77,12 +84,37 @@ public struct ReferenceSpamFilter {
         return Verdict(hidden: false, rule: nil)
     }
 
-    /// Starts full at the first spend, refills `rate·Δt` capped at capacity, subtracts each spend.
-    static func simulate(_ list: [(time: Double, cost: Double)], capacity: Double, rate: Double) -> Bool {
-        var level = capacity
+    /// SPAM-FILTER §3 in its order: NFKD; drop combining marks (Mn, Mc, Me), format characters (Cf) and
+    /// controls (Cc) other than newline and tab; case-fold (each scalar's lowercase mapping, as the filter
+    /// decides); collapse runs of whitespace (Unicode White_Space) to one space; trim.
+    public static func normalize(_ text: String) -> [UInt32] {
+        var kept: [Unicode.Scalar] = []
+        for scalar in text.decomposedStringWithCompatibilityMapping.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .spacingMark, .enclosingMark, .format: continue
+            case .control where scalar != "\n" && scalar != "\t": continue
+            default: kept.append(scalar)
+            }
+        }
+        let folded = kept.flatMap { $0.properties.lowercaseMapping.unicodeScalars }
+        var out: [UInt32] = []
+        for scalar in folded {
+            if scalar.properties.isWhitespace {
+                if let last = out.last, last != 0x20 { out.append(0x20) }
+            } else {
+                out.append(scalar.value)
+            }
+        }
+        if out.last == 0x20 { out.removeLast() }
+        return out
+    }
+
+    /// Starts full at the first spend, refills `rate·Δt` capped at capacity, subtracts each spend (exact units).
+    static func simulate(_ list: [(time: Int64, cost: Int64)], _ scale: BucketScale) -> Bool {
+        var level = scale.capacity
         var previous = list.first?.time ?? 0
         for spend in list {
-            level = min(capacity, level + rate * max(0, spend.time - previous)) - spend.cost
+            level = scale.refill(level, over: spend.time - previous) - spend.cost
             previous = spend.time
             if level < 0 { return false }
         }

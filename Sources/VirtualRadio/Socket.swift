@@ -75,10 +75,42 @@ enum Socket {
             close(fd)
             throw .system(call: "connect", errno: code)
         }
+        configureConnected(fd)
+        setNonBlocking(fd)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return fd
+    }
+
+    /// Starts a non-blocking connect: the descriptor and whether it is already connected (loopback often
+    /// is); otherwise poll it for POLLOUT and read ``pendingError(_:)``.
+    static func startConnect(host: String, port: UInt16) throws(RadioError) -> (fd: Int32, connected: Bool) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
+        setNonBlocking(fd)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        var addr = address(host: host, port: port)
+        let result = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if result == 0 { return (fd, true) }
+        let code = errno
+        if code == EINPROGRESS || code == EINTR { return (fd, false) }
+        close(fd)
+        throw .system(call: "connect", errno: code)
+    }
+
+    /// The outcome of a non-blocking connect once the descriptor is writable (0 = connected, else an errno).
+    static func pendingError(_ fd: Int32) -> Int32 {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return errno }
+        return code
+    }
+
+    /// TCP_NODELAY on a connected descriptor (one frame per write; latency matters more than batching).
+    static func configureConnected(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        setNonBlocking(fd)
-        return fd
     }
 
     static func setNonBlocking(_ fd: Int32) {

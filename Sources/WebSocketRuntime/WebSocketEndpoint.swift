@@ -1,3 +1,5 @@
+import BotSupport
+
 /// A `ws://` or `wss://` URL split into what libwebsockets needs.
 public struct WebSocketEndpoint: Hashable, Sendable, CustomStringConvertible {
     public let isTLS: Bool
@@ -7,43 +9,19 @@ public struct WebSocketEndpoint: Hashable, Sendable, CustomStringConvertible {
     /// Path plus query, at least `/`.
     public let path: String
 
-    /// Parses `ws://host[:port][/path]` or `wss://…`; IPv6 literals in brackets.
+    /// Parses `ws://host[:port][/path][?query]` or `wss://…` (the rules of ``NetworkURL``: IPv6 literals in
+    /// brackets, no user info, no fragment, no spaces, port 1…65535); a refusal names the reason.
     public init(url: String) throws(WebSocketError) {
-        let lower = url.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("wss://") {
-            isTLS = true
-            rest = url.dropFirst(6)
-        } else if lower.hasPrefix("ws://") {
-            isTLS = false
-            rest = url.dropFirst(5)
-        } else {
-            throw .invalidURL(url)
+        let parsed: NetworkURL
+        do {
+            parsed = try NetworkURL.parse(url, schemes: ["ws", "wss"])
+        } catch {
+            throw .invalidURL(url, reason: error.description)
         }
-        let authority = rest.prefix { $0 != "/" && $0 != "?" }
-        var remainder = String(rest.dropFirst(authority.count))
-        if remainder.isEmpty { remainder = "/" } else if remainder.hasPrefix("?") { remainder = "/" + remainder }
-        path = remainder
-        guard !authority.isEmpty, !authority.contains("@") else { throw .invalidURL(url) }
-        var hostPart = Substring(authority)
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw .invalidURL(url) }
-            hostPart = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw .invalidURL(url) }
-        } else if let colon = authority.lastIndex(of: ":") {
-            hostPart = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        }
-        guard !hostPart.isEmpty else { throw .invalidURL(url) }
-        host = hostPart.lowercased()
-        if let portText {
-            guard let value = Int32(portText), (1...65535).contains(value) else { throw .invalidURL(url) }
-            port = value
-        } else {
-            port = isTLS ? 443 : 80
-        }
+        isTLS = parsed.scheme == "wss"
+        host = parsed.host
+        port = Int32(parsed.port ?? (isTLS ? 443 : 80))
+        path = parsed.pathAndQuery.isEmpty ? "/" : parsed.pathAndQuery.hasPrefix("?") ? "/" + parsed.pathAndQuery : parsed.pathAndQuery
     }
 
     public var description: String {
@@ -55,13 +33,14 @@ public struct WebSocketEndpoint: Hashable, Sendable, CustomStringConvertible {
 
 /// Failures of the WebSocket runtime, keeping the C function's name where one failed.
 public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible {
-    case invalidURL(String)
+    /// The URL and what is wrong with it.
+    case invalidURL(String, reason: String)
     case lws(function: String)
     case thread(function: String, code: Int32)
 
     public var description: String {
         switch self {
-        case .invalidURL(let url): "not a ws:// or wss:// URL: \(url)"
+        case .invalidURL(let url, let reason): "relay URL '\(url)': \(reason)"
         case .lws(let function): "libwebsockets \(function) failed"
         case .thread(let function, let code): "\(function) failed with \(code)"
         }
@@ -106,6 +85,8 @@ public enum WebSocketEvent: Sendable {
     case text(ConnectionID, [UInt8])
     /// A message larger than the configured limit was discarded while reassembling (counted, not parsed).
     case oversizedMessage(ConnectionID, bytes: Int)
+    /// The peer answered a PING (ours from ``WebSocketRuntime/ping(_:)`` or lws's idle ping): it is alive.
+    case pong(ConnectionID)
     /// The connection is gone; no more events for this id.
     case ended(ConnectionID, WebSocketFailure)
 }

@@ -13,6 +13,14 @@ import Glibc
 /// drains the inbox on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`. Events go out through `onEvent`, which is
 /// called **on the service thread** and must not block.
 ///
+/// Connection lifetime: a connection's `wsi` is valid from `lws_client_connect_via_info` until lws frees
+/// it. lws frees a client through several callbacks depending on how far it got — `CLIENT_CONNECTION_ERROR`
+/// (refused, TLS), `CLIENT_CLOSED` (after the upgrade), `CLOSED_CLIENT_HTTP` (closed or timed out while
+/// waiting for the upgrade answer) — and always ends with `WSI_DESTROY`. Each of them ends the connection
+/// (``end(_:_:)`` forgets the `wsi`), so no lws call is ever made on a freed `wsi`. (Not handling
+/// `CLOSED_CLIENT_HTTP` was issue 14's crash 2: a relay that never answered the upgrade was freed by lws's
+/// handshake timeout, and the pool's later abort called `lws_set_timeout` on the freed `wsi`.)
+///
 /// DNS: the Debian lws build resolves synchronously inside `lws_client_connect_via_info`, which would
 /// stall every connection of the context. We therefore resolve names with `getaddrinfo` on a short-lived
 /// helper thread per connection attempt and hand lws the IP as `address` while the name stays the `host`
@@ -26,7 +34,8 @@ public final class WebSocketRuntime: @unchecked Sendable {
         public var pingSeconds: UInt16
         /// Idle seconds without a valid PONG/data before lws drops the connection; 0 = never.
         public var hangupSeconds: UInt16
-        /// TCP + TLS + upgrade must finish within this many seconds.
+        /// TCP + TLS + upgrade must finish within this many seconds (lws's connect timeout and its timeout
+        /// for the upgrade answer; lws's default for the latter is 5 s).
         public var connectTimeoutSeconds: UInt32
         /// Inbound messages larger than this are discarded while reassembling (iOS WebSocket max 512 KiB).
         public var maxMessageBytes: Int
@@ -47,6 +56,8 @@ public final class WebSocketRuntime: @unchecked Sendable {
     private enum Command {
         case connect(ConnectionID, WebSocketEndpoint, address: String)
         case send(ConnectionID, [UInt8])
+        case ping(ConnectionID)
+        case reading(ConnectionID, paused: Bool)
         case close(ConnectionID)
         case fail(ConnectionID, WebSocketEndpoint, WebSocketFailure)
         case stop
@@ -67,6 +78,12 @@ public final class WebSocketRuntime: @unchecked Sendable {
         var receive: [UInt8] = []
         var discardedBytes = 0
         var closing = false
+        /// A PING frame to write at the next WRITEABLE (``WebSocketRuntime/ping(_:)``).
+        var pingPending = false
+        /// `CLIENT_ESTABLISHED` was seen: the upgrade completed.
+        var established = false
+        /// The consumer asked to stop reading (``WebSocketRuntime/setReading(_:paused:)``).
+        var readingPaused = false
         var peerCloseCode: Int?
 
         init(id: ConnectionID, endpoint: WebSocketEndpoint) {
@@ -136,6 +153,7 @@ public final class WebSocketRuntime: @unchecked Sendable {
         if let caFile = configuration.caFile { info.client_ssl_ca_filepath = UnsafePointer(cString(caFile)) }
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.connect_timeout_secs = configuration.connectTimeoutSeconds
+        info.timeout_secs = configuration.connectTimeoutSeconds
         guard let context = lws_create_context(&info) else { throw .lws(function: "lws_create_context") }
         self.context = context
         let box = Unmanaged.passRetained(self).toOpaque()
@@ -181,6 +199,15 @@ public final class WebSocketRuntime: @unchecked Sendable {
 
     /// Queues one text message; sent in order once the connection is open.
     public func send(_ id: ConnectionID, text: String) { enqueue(.send(id, Array(text.utf8))) }
+
+    /// Sends a PING once the connection is open; the answer arrives as `.pong`. A cheap liveness probe: no
+    /// relay-side work, and every WebSocket server must answer it (RFC 6455 §5.5.2).
+    public func ping(_ id: ConnectionID) { enqueue(.ping(id)) }
+
+    /// Stops (or resumes) reading from a connection: back-pressure for a consumer that is behind. While
+    /// paused, lws leaves the socket unread, the kernel's buffers fill and TCP slows the sender down; no
+    /// frame is lost. (PONGs are not read either, so a consumer must not stay paused for long.)
+    public func setReading(_ id: ConnectionID, paused: Bool) { enqueue(.reading(id, paused: paused)) }
 
     /// Closes (or aborts, if still connecting) a connection; `.ended(.closedLocally)` follows.
     public func close(_ id: ConnectionID) { enqueue(.close(id)) }
@@ -240,6 +267,14 @@ public final class WebSocketRuntime: @unchecked Sendable {
                 guard let connection = connections[id.raw] else { continue }
                 connection.outbox.append(bytes)
                 if let wsi = connection.wsi { lws_callback_on_writable(wsi) }
+            case .ping(let id):
+                guard let connection = connections[id.raw] else { continue }
+                connection.pingPending = true
+                if let wsi = connection.wsi, connection.established { lws_callback_on_writable(wsi) }
+            case .reading(let id, let paused):
+                guard let connection = connections[id.raw], connection.readingPaused != paused else { continue }
+                connection.readingPaused = paused
+                if let wsi = connection.wsi, connection.established { lws_rx_flow_control(wsi, paused ? 0 : 1) }
             case .close(let id):
                 guard let connection = connections[id.raw] else { continue }
                 beginClose(connection)
@@ -250,10 +285,20 @@ public final class WebSocketRuntime: @unchecked Sendable {
         }
     }
 
+    /// Called on the loop while draining the inbox (the wsi being serviced is the cancel pipe's, never a
+    /// client's), so a client that has not upgraded yet can be freed at once.
     private func beginClose(_ connection: Connection) {
         connection.closing = true
         guard let wsi = connection.wsi else { return }
-        lws_callback_on_writable(wsi)  // sends the close frame if open
+        guard connection.established else {
+            // Nothing to say goodbye to: free it now. A timeout set on a client still waiting for the upgrade
+            // answer did not fire (lws 4.1.6): a relay that never answered held SIGTERM for the whole 5 s stop
+            // deadline and the bridge exited 1 (issue 14, `HostileRunTests`). lws ends it through
+            // CLOSED_CLIENT_HTTP or CLIENT_CONNECTION_ERROR and WSI_DESTROY, each of which calls ``end(_:_:)``.
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC)
+            return
+        }
+        lws_callback_on_writable(wsi)  // sends the close frame
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, 1)  // and kills it within 1 s regardless
     }
 
@@ -317,11 +362,13 @@ public final class WebSocketRuntime: @unchecked Sendable {
         switch reason {
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
             connection.wsi = wsi
+            connection.established = true
             if connection.closing {
                 lws_callback_on_writable(wsi)
             } else {
                 onEvent(.opened(connection.id))
-                if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
+                if connection.readingPaused { lws_rx_flow_control(wsi, 0) }
+                if !connection.outbox.isEmpty || connection.pingPending { lws_callback_on_writable(wsi) }
             }
         case LWS_CALLBACK_CLIENT_RECEIVE:
             if let input, length > 0 {
@@ -337,17 +384,32 @@ public final class WebSocketRuntime: @unchecked Sendable {
                     onEvent(.oversizedMessage(connection.id, bytes: connection.discardedBytes))
                     connection.discardedBytes = 0
                 } else if lws_frame_is_binary(wsi) == 0 {
+                    // Hand the buffer over and start a fresh one: keeping its capacity would make every later
+                    // frame copy-on-write a buffer as large as the largest frame seen so far.
                     let message = connection.receive
-                    connection.receive.removeAll(keepingCapacity: true)
+                    connection.receive = []
                     onEvent(.text(connection.id, message))
                 } else {
-                    connection.receive.removeAll(keepingCapacity: true)  // Nostr is text only.
+                    connection.receive = []  // Nostr is text only.
                 }
             }
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             if connection.closing {
                 lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
                 return -1
+            }
+            if connection.pingPending {
+                connection.pingPending = false
+                // An empty PING: LWS_PRE header room and no payload (a spare byte so the pointer stays inside).
+                let pre = CLibWebSockets_pre()
+                var frame = [UInt8](repeating: 0, count: pre + 1)
+                let written = frame.withUnsafeMutableBufferPointer { pointer -> Int32 in
+                    guard let base = pointer.baseAddress else { return -1 }
+                    return lws_write(wsi, base + pre, 0, LWS_WRITE_PING)
+                }
+                if written < 0 { return -1 }
+                if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
+                break
             }
             guard !connection.outbox.isEmpty else { break }
             let message = connection.outbox.removeFirst()
@@ -370,8 +432,25 @@ public final class WebSocketRuntime: @unchecked Sendable {
             let reason = Self.certificateProblem(wsi).map { " (certificate: \($0))" }
             let suffix = LWSLog.lastErrorSuffix()  // consumed either way
             end(connection, connection.closing ? .closedLocally : .connect(detail + (reason ?? suffix)))
+        case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+            onEvent(.pong(connection.id))
         case LWS_CALLBACK_CLIENT_CLOSED:
             end(connection, connection.closing ? .closedLocally : .closed(code: connection.peerCloseCode))
+        case LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+            // Closed (by the server, or by lws's timeout for the upgrade answer) before the upgrade.
+            let suffix = LWSLog.lastErrorSuffix()
+            end(connection, connection.closing ? .closedLocally : .connect("closed before the WebSocket upgrade" + suffix))
+        case LWS_CALLBACK_WSI_DESTROY:
+            // The last word on every wsi; normally one of the callbacks above has ended it already.
+            let failure: WebSocketFailure
+            if connection.closing {
+                failure = .closedLocally
+            } else if connection.established {
+                failure = .closed(code: connection.peerCloseCode)
+            } else {
+                failure = .connect("connection freed before the WebSocket upgrade" + LWSLog.lastErrorSuffix())
+            }
+            end(connection, failure)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             guard let input else { break }
             let cursorPointer = input.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)

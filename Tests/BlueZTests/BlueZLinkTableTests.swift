@@ -49,7 +49,7 @@ struct BlueZLinkTableTests {
         let held = try ours.message("early")
         #expect(table.outbound(held, on: link) == .held)
         // Their message before their announce is dropped.
-        #expect(table.inbound(try peer.message("too early"), on: link, now: 1) == .drop(reason: "beforeAnnounce"))
+        #expect(table.inbound(try peer.message("too early"), on: link, now: 1) == .drop(reason: .beforeAnnounce))
         // A valid announce opens the gate and releases what was held, once.
         #expect(table.inbound(try peer.announce(), on: link, now: 2) == .deliver(flush: [held]))
         #expect(table.links[link]?.announcedPeer == peer.id)
@@ -65,18 +65,18 @@ struct BlueZLinkTableTests {
         let link = try #require(linkUp)
         let frame = try ours.message("x")
         for _ in 0..<BlueZLinkTable.Limits.maxHeldFrames { #expect(table.outbound(frame, on: link) == .held) }
-        #expect(table.outbound(frame, on: link) == .drop(reason: "heldFull"))
+        #expect(table.outbound(frame, on: link) == .drop(reason: .heldFull))
     }
 
     @Test func framesOverTheLinkMTUAreRefused() throws {
         var table = BlueZLinkTable()
         let linkUp = table.linkUp(role: .central, device: dev, mtu: 200, now: 0)
         let link = try #require(linkUp)
-        #expect(table.outbound([UInt8](repeating: 1, count: 201), on: link) == .drop(reason: "overMTU"))
+        #expect(table.outbound([UInt8](repeating: 1, count: 201), on: link) == .drop(reason: .tooLarge))
         let announce = try TestPeer().announce()
         #expect(announce.count < 200)
         #expect(table.outbound(announce, on: link) == .send)
-        #expect(table.outbound([1], on: MeshLinkID(99)) == .drop(reason: "unknownLink"))
+        #expect(table.outbound([1], on: MeshLinkID(99)) == .drop(reason: .linkDown))
     }
 
     @Test func tooManyBadFramesDropAndBlacklistAtNPlusOne() throws {
@@ -85,8 +85,8 @@ struct BlueZLinkTableTests {
         var table = BlueZLinkTable(configuration: configuration)
         let linkUp = table.linkUp(role: .peripheral, device: dev, mtu: 514, now: 0)
         let link = try #require(linkUp)
-        for i in 0..<3 { #expect(table.inbound([0xff], on: link, now: UInt64(i)) == .drop(reason: "malformed")) }
-        #expect(table.inbound([0xff], on: link, now: 3) == .dropLink(reason: "tooManyBadFrames"))
+        for i in 0..<3 { #expect(table.inbound([0xff], on: link, now: UInt64(i)) == .drop(reason: .malformed)) }
+        #expect(table.inbound([0xff], on: link, now: 3) == .dropLink(reason: .tooManyBadFrames))
         #expect(table.isBlacklisted(dev, now: 4))
         table.linkDown(link)
         #expect(table.linkUp(role: .peripheral, device: dev, mtu: 514, now: 5) == nil)
@@ -100,9 +100,9 @@ struct BlueZLinkTableTests {
         var table = BlueZLinkTable(configuration: configuration)
         let linkUp = table.linkUp(role: .peripheral, device: dev, mtu: 514, now: 0)
         let link = try #require(linkUp)
-        #expect(table.inbound([0xff], on: link, now: 0) == .drop(reason: "malformed"))
-        #expect(table.inbound([0xff], on: link, now: configuration.badFrameWindowMs) == .drop(reason: "malformed"))
-        #expect(table.inbound([0xff], on: link, now: configuration.badFrameWindowMs + 1) == .dropLink(reason: "tooManyBadFrames"))
+        #expect(table.inbound([0xff], on: link, now: 0) == .drop(reason: .malformed))
+        #expect(table.inbound([0xff], on: link, now: configuration.badFrameWindowMs) == .drop(reason: .malformed))
+        #expect(table.inbound([0xff], on: link, now: configuration.badFrameWindowMs + 1) == .dropLink(reason: .tooManyBadFrames))
     }
 
     @Test func announceDeadline() throws {
@@ -188,7 +188,7 @@ struct BlueZLinkTableTests {
         var table = BlueZLinkTable(configuration: configuration)
         let badUp = table.linkUp(role: .peripheral, device: dev, mtu: 514, now: 0)
         let bad = try #require(badUp)
-        #expect(table.inbound([0], on: bad, now: 0) == .dropLink(reason: "tooManyBadFrames"))
+        #expect(table.inbound([0], on: bad, now: 0) == .dropLink(reason: .tooManyBadFrames))
         _ = table.linkUp(role: .central, device: "d2", mtu: 514, now: 0)
         table.connectStarted("d3", now: 0)
         #expect(table.reset().count == 2)

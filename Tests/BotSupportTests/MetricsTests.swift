@@ -145,6 +145,29 @@ struct StatusBoardTests {
         #expect(body["checks"]?.arrayValue?.count == 2)
     }
 
+    @Test("live health: evaluated per request (no publish needed to flip), the heartbeat's staleness still applies")
+    func liveHealth() throws {
+        let time = ManualTime()
+        let meshUp = Mutex(true)
+        let board = StatusBoard(maxAge: .seconds(30), now: { time.now }, liveHealth: {
+            let up = meshUp.withLock { $0 }
+            return HealthReport(checks: [.init(name: "mesh", ok: up, detail: up ? "up" : "down: hub connection lost")])
+        })
+        // No heartbeat yet: starting, whatever the live checks say.
+        #expect(board.response(method: "GET", path: "/healthz").status == 503)
+        board.publish(metrics: MetricsSnapshot())
+        #expect(board.response(method: "GET", path: "/healthz").status == 200)
+        meshUp.withLock { $0 = false }
+        let down = board.response(method: "GET", path: "/healthz")
+        #expect(down.status == 503)
+        let body = try JSONParser().parse(String(decoding: down.body, as: UTF8.self))
+        #expect(body["reasons"] == .array([.string("mesh: down: hub connection lost")]))
+        meshUp.withLock { $0 = true }
+        #expect(board.response(method: "GET", path: "/healthz").status == 200)
+        time.advance(.seconds(31))
+        #expect(board.response(method: "GET", path: "/healthz").status == 503)
+    }
+
     @Test("/metrics renders the published snapshot; other paths 404, other methods 405")
     func routes() {
         let time = ManualTime()

@@ -33,8 +33,14 @@ struct ChildProcessTests {
 }
 
 /// Descriptors open in this process.
-private func openDescriptors() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// The inodes of the pipes this process has a descriptor of (`/proc/self/fd/N -> pipe:[inode]`).
+private func openPipeInodes() -> Set<UInt64> {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return Set(entries.compactMap { entry in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),
+              target.hasPrefix("pipe:["), target.hasSuffix("]") else { return nil }
+        return UInt64(target.dropFirst(6).dropLast())
+    })
 }
 
 /// The `SigBlk:` mask (hex) of process `pid`, from /proc.
@@ -59,14 +65,16 @@ struct ChildProcessLifecycleTests {
         #expect(try await child.waitForExit(timeout: .seconds(1)) == SIGTERM)
     }
 
-    /// A finished child's pipes are closed: 60 children, each stopped or waited for, leave this process with
-    /// no more descriptors than a few (other suites run alongside: a margin of 24, where a leak of the
-    /// 3 pipe ends per child would add 180). The test process once reached ~1,400 open descriptors.
+    /// A finished child's pipes are closed: after each of 60 children is stopped or waited for, none of
+    /// its three pipes is open in this process any more. (Counting all descriptors before and after, as
+    /// this test once did, also counted the sockets and pipes of suites running alongside: 34 more in a
+    /// run beside two end-to-end suites.) The test process once reached ~1,400 open descriptors.
     @Test("stopping or waiting for a child closes its pipes; its lines stay readable afterwards")
     func finishedChildrenReleaseTheirPipes() async throws {
-        let before = openDescriptors()
         for i in 0..<60 {
-            let child = try ChildProcess("/bin/sh", ["-c", "echo out-\(i); echo err-\(i) >&2; exec sleep 30"], name: "sh")
+            // A sleep far longer than the test: a loaded CI run once took over 30 s from spawn to stop, and the
+            // child had exited 0 on its own by then.
+            let child = try ChildProcess("/bin/sh", ["-c", "echo out-\(i); echo err-\(i) >&2; exec sleep 600"], name: "sh")
             _ = try await child.waitForLine("its line") { $0 == "out-\(i)" }
             // The shell writes its stderr line after the stdout one: stopping before it is written would
             // test the shell's timing, not the pipes.
@@ -74,21 +82,24 @@ struct ChildProcessLifecycleTests {
             let started = ContinuousClock.now
             if i % 2 == 0 {
                 child.stop()
-                #expect(try await child.waitForExit() == SIGTERM)
+                let status = try await child.waitForExit()
+                #expect(status == SIGTERM, "child \(i): status \(status) after SIGTERM\n\(child.transcript)")
             } else {
                 child.stop(signal: SIGKILL)
-                #expect(try await child.waitForExit() == SIGKILL)
+                let status = try await child.waitForExit()
+                #expect(status == SIGKILL, "child \(i): status \(status) after SIGKILL\n\(child.transcript)")
             }
             #expect(ContinuousClock.now - started < .seconds(1))
             _ = try await child.waitForLine(timeout: .seconds(1), "its line after stop") { $0 == "out-\(i)" }
             #expect(child.stderrLines == ["err-\(i)"])
             child.write("ignored\n")
+            let stillOpen = openPipeInodes().intersection(child.pipeInodes)
+            #expect(child.pipeInodes.allSatisfy { $0 != 0 } && stillOpen.isEmpty, "child \(i): pipes \(stillOpen) still open")
         }
         let quick = try ChildProcess("/bin/echo", ["done"], name: "echo")
         #expect(try await quick.waitForExit() == 0)
         #expect(quick.stdoutLines == ["done"])
-        let after = openDescriptors()
-        #expect(after - before < 24, "\(before) descriptors before, \(after) after 61 children")
+        #expect(openPipeInodes().isDisjoint(with: quick.pipeInodes))
     }
 
     /// A grandchild that inherited the pipes (here a background `sleep`) keeps them open after the child

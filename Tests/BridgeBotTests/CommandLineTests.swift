@@ -1,4 +1,5 @@
 import BotSupport
+import Bridge
 import BridgeTestSupport
 import Foundation
 import Testing
@@ -10,11 +11,13 @@ struct CLIResult {
     let stderr: String
 }
 
-func runBridge(_ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil) async throws
-    -> CLIResult
+func runBridge(_ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil,
+               stdin: String? = nil) async throws -> CLIResult
 {
     let child = try ChildProcess(TestEnvironment.bridgeExecutable, arguments, environment: environment,
                                  workingDirectory: workingDirectory)
+    if let stdin { child.write(stdin) }
+    child.closeStdin()
     let status = try await child.waitForExit(timeout: .seconds(60))
     // Let the pipe handlers drain the last bytes.
     try await Task.sleep(for: .milliseconds(50))
@@ -80,18 +83,23 @@ struct CommandLineTests {
         #expect(try FileIO.read(data + "/keys.json") == Array("{broken".utf8))
     }
 
-    @Test("relays u4pruy matches NOSTR-GEO §13.3 (text and JSON)")
+    @Test("relays u4pruy shows NOSTR-GEO §13.3's iOS and Android sets and the union (text and JSON)")
     func relays() async throws {
         let text = try await runBridge(["relays", "u4pruy"], workingDirectory: repositoryRoot)
         #expect(text.status == 0, "\(text.stderr)")
-        let lines = text.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").map(String.init) }
+        // The iOS section: the lines after "iOS:" up to the next heading.
+        let lines = text.stdout.split(separator: "\n").drop { !$0.hasPrefix("iOS:") }.dropFirst()
+            .prefix { $0.hasPrefix("  ") }.map { $0.split(separator: " ").map(String.init) }
         #expect(lines.map { $0[0] } == ["wss://aeon.libretechsystems.xyz", "wss://weboftrust.libretechsystems.xyz",
                                         "wss://nostr.nodesmap.com", "wss://relay.endfiat.money", "wss://relay.fckstate.net"])
         #expect(lines.map { $0[1] } == ["242.7", "244.1", "482.4", "482.4", "482.4"])
+        #expect(text.stdout.contains("Bridge: 6 relays"))
         let json = try await runBridge(["relays", "u4pruy", "--json", "--directory", repositoryRoot + "/relays.json"])
         let value = try JSONParser().parse(json.stdout)
-        #expect(value["relays"]?.arrayValue?.first?["url"] == .string("wss://aeon.libretechsystems.xyz"))
-        #expect(value["relays"]?.arrayValue?.first?["distance_km"] == .double(242.7))
+        #expect(value["ios"]?.arrayValue?.first?["url"] == .string("wss://aeon.libretechsystems.xyz"))
+        #expect(value["ios"]?.arrayValue?.first?["distance_km"] == .double(242.7))
+        #expect(value["android"]?.arrayValue?.first?["url"] == .string("wss://nostr.mas-family.eu"))
+        #expect(value["bridge"]?.arrayValue?.count == 6)
     }
 
     @Test("relays import rejects a bad CSV naming the line, and writes nothing")
@@ -103,6 +111,19 @@ struct CommandLineTests {
         #expect(result.status == 1)
         #expect(result.stderr.contains("line 3"))
         #expect(!FileIO.exists(directory + "/out.json"))
+
+        // --android: the app's list is read leniently (a short row skipped and listed), :443 kept, and the
+        // written directory carries it.
+        try FileIO.writeAtomically(Array("Relay URL,Latitude,Longitude\ngood.example,1,2\n".utf8), to: directory + "/ios.csv", mode: 0o644)
+        try FileIO.writeAtomically(Array("relay url,lat,lon\ngood.example:443,1,2\nshort,1\n".utf8),
+                                   to: directory + "/android.csv", mode: 0o644)
+        let both = try await runBridge(["relays", "import", directory + "/ios.csv", "--android", directory + "/android.csv",
+                                        "--output", directory + "/out.json"])
+        #expect(both.status == 0, "\(both.stderr)")
+        #expect(both.stdout.contains("skipped line 3: 2 fields"))
+        let written = try JSONParser().parse(String(decoding: try FileIO.read(directory + "/out.json"), as: UTF8.self))
+        #expect(written["android"]?["relays"]?.arrayValue?.first?["url"] == .string("wss://good.example:443"))
+        #expect(written["android"]?["source"]?["file"] == .string("android.csv"))
     }
 
     @Test("geohash encode / decode / neighbors print JSON")
@@ -113,6 +134,49 @@ struct CommandLineTests {
         #expect(decoded["center"]?["lat"] == .double(57.64801025390625))
         let neighbors = try JSONParser().parse(try await runBridge(["geohash", "neighbors", "upbpbpbp"]).stdout)
         #expect(neighbors["neighbors"]?.arrayValue?.count == 5)
+    }
+
+    @Test("bench reach --json: the scheduler meets issue 16's targets against FIFO on the same posts (a simulation in virtual time)")
+    func benchReach() async throws {
+        let result = try await runBridge(["bench", "reach", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["bench"] == .string("reach"))
+        let fifo = try #require(json["cases"]?["fifo"])
+        let fair = try #require(json["cases"]?["scheduler"])
+        #expect(fair["posts"]?.numberValue == 600 && fair["senders"]?.numberValue == 300)
+        let fifoDistinct = try #require(fifo["distinct_senders"]?.numberValue)
+        let fairDistinct = try #require(fair["distinct_senders"]?.numberValue)
+        #expect(fairDistinct >= 1.5 * fifoDistinct, "\(fairDistinct) vs \(fifoDistinct)")
+        #expect(try #require(fair["jain_fairness"]?.numberValue) >= 0.9)
+        #expect(fair["starved_senders"]?.numberValue == 0)
+        // Same budget, same posts: FIFO delivers no more than the scheduler, and its fairness is far lower.
+        #expect(try #require(fair["delivered"]?.numberValue) >= (fifo["delivered"]?.numberValue ?? .infinity))
+        #expect(try #require(fifo["jain_fairness"]?.numberValue) < 0.5)
+        for metric in ["relay_to_air_p50_ms", "relay_to_air_p95_ms", "delivered_fraction"] {
+            #expect(fair[metric]?.numberValue.map { $0 > 0 } == true, "scheduler.\(metric)")
+        }
+    }
+
+    @Test("bench sync --quick --json: choosing the reply set is ≥ 10× the linear scan in every case; a full answer fits the airtime budget (issue 17)")
+    func benchSync() async throws {
+        let result = try await runBridge(["bench", "sync", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        #expect(json["bench"] == .string("sync"))
+        // Stores of 1,000 messages + 200 posts: the late joiner is owed all 1,200, the other two nothing.
+        for (name, owed) in [("late_joiner", 1_200.0), ("holds_newest", 0), ("board_round_all_held", 0)] {
+            let figures = try #require(json["cases"]?[name], "\(result.stdout)")
+            #expect(figures["reply_packets"]?.numberValue == owed, "\(name): \(figures)")
+            let speedup = try #require(figures["speedup"]?.numberValue)
+            #expect(speedup >= 10, "\(name): \(speedup)× the linear scan (target ≥ 10×): \(figures)")
+        }
+        let airtime = try #require(json["cases"]?["airtime"])
+        let full = try #require(airtime["full_answer_bytes"]?.numberValue)
+        let budget = try #require(airtime["budget_bytes"]?.numberValue)
+        #expect(airtime["full_answer_packets"]?.numberValue == 1_200)
+        #expect(full > 0 && full <= budget, "a full answer of \(full) bytes vs a budget of \(budget)")
+        #expect(budget == Double(BridgeConfiguration.Limits.defaultSyncReplyBudget), "the bench measures against the configured default")
     }
 
     @Test("bench ingest --quick --json: every event verifies, passes the filter and is carried; stage figures present")

@@ -19,16 +19,16 @@ struct StatusCommandTests {
         let start = ContinuousClock.now
         let health = BridgeHealth(startedAt: start)
         var metrics = BridgeMetrics()
-        metrics.relayStates = ["ws://127.0.0.1:7777": "open"]
+        metrics.relays["ws://127.0.0.1:7777"] = { var r = BridgeMetrics.RelayFigures(); r.state = "open"; r.answering = true; return r }()
         metrics.forwarded["downlink"] = 12
         board.publish(
-            health: health.evaluate(.init(connectedRelays: 1, configuredRelays: 1, meshUp: true, meshDetail: "tcp://127.0.0.1:9"), now: start),
+            health: health.evaluate(.init(answeringRelays: 1, configuredRelays: 1, meshUp: true, meshDetail: "tcp://127.0.0.1:9"), now: start),
             metrics: metrics.snapshot())
 
         let ok = try await runBridge(["status", "--http", address])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("healthy"))
-        #expect(ok.stdout.contains("[ok] relays: 1 of 1 connected"))
+        #expect(ok.stdout.contains("[ok] relays: 1 of 1 answering"))
         #expect(ok.stdout.contains("bridge_forwarded_total{direction=downlink}"))
         #expect(ok.stdout.contains("not shown"))
 
@@ -39,7 +39,7 @@ struct StatusCommandTests {
         #expect(value["metrics"]?["bridge_forwarded_total"]?["samples"]?.arrayValue?.first?["value"] == .integer(12))
 
         board.publish(
-            health: health.evaluate(.init(connectedRelays: 0, configuredRelays: 1, meshUp: false, meshDetail: "hub gone"), now: start),
+            health: health.evaluate(.init(answeringRelays: 0, configuredRelays: 1, meshUp: false, meshDetail: "hub gone"), now: start),
             metrics: metrics.snapshot())
         let sick = try await runBridge(["status", "--http", address])
         #expect(sick.status == 1)

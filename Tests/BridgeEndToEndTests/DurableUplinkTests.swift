@@ -53,7 +53,7 @@ extension World {
 }
 
 /// Operations issue §3 (flush pending uplinks at stop) and §2 (relay states on `/metrics`), end to end.
-@Suite("Durable uplinks and relay metrics end to end", .enabled(if: TestEnvironment.hasVenv), .serialized)
+@Suite("Durable uplinks and relay metrics end to end", TestEnvironment.needsVenv, .serialized)
 struct DurableUplinkTests {
     @Test("""
         a deposit held while the relay is down survives SIGTERM and reaches the relay exactly once after the \
@@ -113,7 +113,7 @@ struct DurableUplinkTests {
 }
 
 /// Operations issue §3: SIGHUP reloads the relay list, with two real relay processes.
-@Suite("Relay list reload end to end", .enabled(if: TestEnvironment.hasVenv), .serialized)
+@Suite("Relay list reload end to end", TestEnvironment.needsVenv, .serialized)
 struct RelayReloadTests {
     /// Posts `text` to the channel on `relay` only; returns the event id.
     func post(_ world: World, _ text: String, relay: String) async throws -> String {

@@ -63,7 +63,7 @@ func channelTexts(_ listener: ChildProcess) -> [String] {
         .compactMap { $0["content"]?.stringValue }
 }
 
-@Suite("Bridge mesh side end to end (real relay, virtual radio, real processes)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+@Suite("Bridge mesh side end to end (real relay, virtual radio, real processes)", TestEnvironment.needsVenv, .serialized)
 struct BridgeMeshSideTests {
     /// Island A (flooder, swarm, organiser) and island B (a mesh-only reader) are joined only by the
     /// bridge, which is on both radio segments: whatever the reader hears from island A, the bridge relayed.

@@ -43,7 +43,7 @@ let canMountTmpfs: Bool = {
     return system("/bin/umount", [probe]) == 0
 }()
 
-@Suite("Bridge operations end to end (signals, disk full)", .enabled(if: TestEnvironment.hasVenv), .serialized)
+@Suite("Bridge operations end to end (signals, disk full)", TestEnvironment.needsVenv, .serialized)
 struct BridgeOperationsTests {
     @Test("SIGHUP reloads policy.json: a newly blocked key stops crossing; a malformed file keeps the block; unblocking lets it cross again")
     func sighupReloadsPolicy() async throws {

@@ -2,7 +2,6 @@ import BotCrypto
 import BotSupport
 import Bridge
 import Geohash
-import IdentityCache
 import Nostr
 import SpamFilter
 import Testing
@@ -23,13 +22,11 @@ struct BackfillTests {
     }()
     let sender = try! SchnorrSecretKey(bytes: [UInt8](repeating: 7, count: 32))
 
-    func pipeline() -> (BridgeRouter, ModerationJudgement) {
-        let router = BridgeRouter(settings: .init(channel: try! GeohashCell("u4pruy"), rendezvousCell: nil), ownKeys: [], rendezvousKey: nil)
-        let judgement = ModerationJudgement(
-            identities: PeerIdentityCache(store: InMemoryIdentityStore(), logger: Logger(label: "t", level: .error)),
-            policy: AdmissionPolicy(config: SpamFilterConfig()), moderationLog: nil, channel: "u4pruy", logText: false,
-            logger: Logger(label: "t", level: .error))
-        return (router, judgement)
+    func router() -> BridgeRouter {
+        let judge = BridgeJudge(settings: .init(channel: "u4pruy", logText: false), policy: AdmissionPolicy(config: SpamFilterConfig()))
+        return BridgeRouter(
+            settings: .init(channel: try! GeohashCell("u4pruy"), rendezvousCell: nil), ownKeys: [], rendezvousKey: nil, judge: judge,
+            clockOrigin: .now)
     }
 
     func events(stampedOver seconds: Double) -> [NostrEvent] {
@@ -43,11 +40,9 @@ struct BackfillTests {
     }
 
     func accepted(_ batch: [NostrEvent]) -> Int {
-        var (router, judgement) = pipeline()
-        for event in batch {
-            _ = router.relayEvent(event, now: Self.now, random: 0, judge: { judgement.judge($0, now: Self.now) })
-        }
-        return router.counters["relay.accepted.channel"] ?? 0
+        var router = router()
+        for event in batch { _ = router.relayEvent(event, now: Self.now, random: 0) }
+        return router.counters.relayAccepted[.channel]
     }
 
     @Test("50 messages stamped over the last 14 minutes, arriving at once: all accepted")

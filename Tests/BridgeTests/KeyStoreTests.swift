@@ -11,12 +11,14 @@ struct KeyStoreTests {
     @Test("first use creates 0700/0600 files; later loads return the same identity")
     func createThenLoad() throws {
         let store = KeyStore(dataDirectory: directory)
-        let (created, wasCreated) = try store.loadOrCreate()
-        #expect(wasCreated)
+        let first = try store.loadOrCreate()
+        let created = first.keys
+        #expect(first.created && first.addedCheckValues.isEmpty)
         #expect(try FileIO.permissions(directory) == 0o700)
         #expect(try FileIO.permissions(store.path) == 0o600)
-        let (loaded, secondCreated) = try store.loadOrCreate()
-        #expect(!secondCreated)
+        let second = try store.loadOrCreate()
+        let loaded = second.keys
+        #expect(!second.created && second.addedCheckValues.isEmpty)
         #expect(loaded.peerID == created.peerID)
         #expect(loaded.nostrSeed == created.nostrSeed)
         #expect(loaded.signingKey.publicKey == created.signingKey.publicKey)
@@ -62,6 +64,69 @@ struct KeyStoreTests {
             try FileIO.writeAtomically(Array(text.utf8), to: store.path, mode: 0o600)
             #expect(throws: KeyStoreError.self) { try store.load() }
             text = original
+        }
+    }
+
+    @Test("one changed digit of nostr_seed is caught by its check value (it used to change every npub silently)")
+    func flippedSeed() throws {
+        let store = KeyStore(dataDirectory: directory)
+        _ = try store.loadOrCreate()
+        var text = String(decoding: try FileIO.read(store.path), as: UTF8.self)
+        let range = try #require(text.range(of: "\"nostr_seed\": \""))
+        let digit = text[range.upperBound]
+        text.replaceSubrange(range.upperBound...range.upperBound, with: digit == "0" ? "1" : "0")
+        try FileIO.writeAtomically(Array(text.utf8), to: store.path, mode: 0o600)
+        #expect(throws: KeyStoreError.corrupt(path: store.path, reason: "Nostr seed does not match its check value")) {
+            try store.loadOrCreate()
+        }
+        #expect(try FileIO.read(store.path) == Array(text.utf8))
+    }
+
+    @Test("a key file from before nostr_seed_check loads unchanged and gets the check value added once")
+    func migratesSeedCheck() throws {
+        let store = KeyStore(dataDirectory: directory)
+        let original = try store.loadOrCreate().keys
+        let file = try JSONParser().parse(try FileIO.read(store.path))
+        let old = JSONValue.object(try #require(file.objectValue).filter { $0.0 != "nostr_seed_check" })
+        try FileIO.writeAtomically(Array(JSONWriter.pretty(old).utf8), to: store.path, mode: 0o600)
+
+        let migrated = try store.loadOrCreate()
+        #expect(migrated.addedCheckValues == ["nostr_seed_check"] && !migrated.created)
+        #expect(migrated.keys.nostrSeed == original.nostrSeed && migrated.keys.peerID == original.peerID)
+        let rewritten = try JSONParser().parse(try FileIO.read(store.path))
+        #expect(rewritten["nostr_seed_check"] == .string(Hex.encode(KeyStore.seedCheck(original.nostrSeed))))
+        #expect(try FileIO.permissions(store.path) == 0o600)
+        #expect(try store.loadOrCreate().addedCheckValues.isEmpty)
+    }
+
+    @Test("a data directory others can write to is refused, sticky bit or not; 0700 and 0755 are fine",
+          arguments: [(0o777, false), (0o1777, false), (0o770, false), (0o702, false), (0o755, true), (0o700, true), (0o750, true)])
+    func directoryMode(mode: Int, accepted: Bool) throws {
+        try FileIO.makeDirectory(directory)
+        chmod(directory, mode_t(mode))
+        let store = KeyStore(dataDirectory: directory)
+        if accepted {
+            #expect(try store.loadOrCreate().created)
+        } else {
+            #expect {
+                try store.loadOrCreate()
+            } throws: { error in
+                guard case .unsafeDirectory(let path, let found, _) = error as? KeyStoreError else { return false }
+                return path == directory && found == UInt32(mode) && (error as? KeyStoreError)?.isPermissionProblem == true
+            }
+            #expect(!FileIO.exists(store.path))
+        }
+    }
+
+    @Test("a data directory owned by another user is refused", .enabled(if: geteuid() == 0, "chown to another uid needs root"))
+    func directoryOwner() throws {
+        try FileIO.makeDirectory(directory)
+        chown(directory, 4242, 4242)
+        #expect {
+            try KeyStore(dataDirectory: directory).loadOrCreate()
+        } throws: { error in
+            guard case .unsafeDirectory(_, _, let reason) = error as? KeyStoreError else { return false }
+            return reason.contains("uid 4242")
         }
     }
 

@@ -1,9 +1,12 @@
 import BitchatWire
 import BotCrypto
+import BotSupport
 import Bridge
 import Geohash
+import IdentityCache
 import Mesh
 import Nostr
+import SpamFilter
 import Testing
 
 /// The router's answers to the mesh relay gate, and the gateway's channel presence (NOSTR-GEO §5.3).
@@ -13,10 +16,11 @@ struct MeshRelayAndPresenceTests {
     let channelKey = try! SchnorrSecretKey(bytes: [UInt8](repeating: 7, count: 32))
     let sender = MeshPeerID(rawValue: 0x0011_2233_4455_6677)
 
-    func router(gateway: Bool = true, mirrorUplink: Bool = false, seed: UInt64 = 42) -> BridgeRouter {
+    func router(gateway: Bool = true, mirrorUplink: Bool = false, seed: UInt64 = 42, judge: BridgeJudge = .passAll) -> BridgeRouter {
         BridgeRouter(
             settings: .init(channel: gateway ? try! GeohashCell("u4pruy") : nil, rendezvousCell: nil, mirrorUplink: mirrorUplink),
-            ownKeys: [channelKey.publicKey], rendezvousKey: nil, channelKey: channelKey, presenceSeed: seed)
+            ownKeys: [channelKey.publicKey], rendezvousKey: nil, channelKey: channelKey, presenceSeed: seed, judge: judge,
+            clockOrigin: .now)
     }
 
     func message(_ text: String) -> MeshPublicMessage {
@@ -31,19 +35,26 @@ struct MeshRelayAndPresenceTests {
     }
 
     @Test("every mesh message is judged and answers the relay gate, with the mirror off and on")
-    func meshVerdicts() {
+    func meshVerdicts() throws {
+        let blocked = try IdentityKey.mesh(noiseKey: [UInt8](repeating: 9, count: 32))
         for mirror in [false, true] {
-            var r = router(mirrorUplink: mirror)
-            var judged: [BridgeRouter.Candidate] = []
+            var judge = BridgeJudge(settings: .init(channel: "u4pruy"), policy: AdmissionPolicy(config: SpamFilterConfig()))
+            judge.setBlocked([blocked])
+            var r = router(mirrorUplink: mirror, judge: judge)
             let passed = message("hello")
-            let actions = r.meshMessage(passed, senderKey: "fp") { judged.append($0); return .pass }
+            let actions = r.meshMessage(passed, senderKey: "fp", now: Self.now)
             #expect(actions.first == .meshRelay(stableID: passed.stableID, relay: true))
             #expect(actions.count == (mirror ? 2 : 1))
-            #expect(judged.first?.direction == .meshToNostr && judged.first?.messageID == passed.stableID)
+            #expect(r.judge.spamStats.judged == 1, "the spam filter saw it")
             let hidden = message("BUY NOW")
-            #expect(r.meshMessage(hidden, senderKey: "fp") { _ in .hide(rule: "messageRate") }
-                == [.meshRelay(stableID: hidden.stableID, relay: false)])
-            #expect(r.counters["mesh_to_nostr.hidden.messageRate"] == 1)
+            let hiddenActions = r.meshMessage(hidden, senderKey: "fp2", identity: blocked, now: Self.now)
+            #expect(hiddenActions.last == .meshRelay(stableID: hidden.stableID, relay: false))
+            guard case .recordHidden(let report)? = hiddenActions.first else {
+                Issue.record("no hidden report: \(hiddenActions)")
+                continue
+            }
+            #expect(report.rule == .blocked && report.candidate.messageID == hidden.stableID)
+            #expect(r.counters.hidden[.init(direction: .meshToNostr, rule: .blocked)] == 1)
         }
     }
 
@@ -68,7 +79,7 @@ struct MeshRelayAndPresenceTests {
         }
         #expect(gaps.allSatisfy { (40...80.5).contains($0) }, "\(gaps)")
         #expect(Set(gaps).count > 5, "randomised, not a fixed period: \(gaps)")
-        #expect(r.counters["presence.channel.sent"] == 21)
+        #expect(r.counters.presenceSent[.channel] == 21)
         // Relays down: nothing; back up within 30 s of the last presence: no burst; later: at once.
         _ = r.relaysConnected(false, now: t)
         #expect(presences(r.tick(now: t + 100)).isEmpty)

@@ -58,6 +58,8 @@ struct CapTests {
         }
         let pass = try #require(capPass)
         #expect(pass.evictedByCap == 501)
+        // The report names whom it removed, so the mesh engine forgets those pins too.
+        #expect(Set(pass.removed) == Set(try (499..<1_000).map(meshKey)))
         #expect(try store.strangerCount() == 1_500)
         // The flood pushes out older stamps first (700 regulars stamped day 0, latest possible day 7), newest
         // arrival first among them: regulars 499…999 go, 300…498 stay; nobody stamped this week is touched.

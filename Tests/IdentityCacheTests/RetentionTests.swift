@@ -219,6 +219,35 @@ struct RetentionTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func pinRefusalsAreCountedOnTheRecordAndRefreshNothing(kind: StoreKind) throws {
+        let (cache, store) = try makeCache(kind)
+        _ = try cache.recordSighting(try meshSighting(1, nickname: "a"), now: at(0))
+        let before = try #require(try store.record(try meshKey(1)))
+        #expect(try cache.recordPinRefusal(noiseKey: bytes32(1, salt: 0x4d), now: at(9)) == 1)
+        // A refused sighting through the cache itself counts on the same record.
+        #expect(try cache.recordSighting(try meshSighting(1, signingSalt: 0x66, nickname: "evil"), now: at(9, ms: 5)).result == .rejectedPinMismatch)
+        let after = try #require(try store.record(try meshKey(1)))
+        #expect(after.pinRefusals == 2 && after.lastPinRefusal == at(9, ms: 5))
+        #expect(after.lastSeen == before.lastSeen && after.nickname == "a" && after.pins == before.pins)
+        #expect(cache.counters.rejectedPinMismatches == 2)
+        // No pin held: counted, nothing written.
+        #expect(try cache.recordPinRefusal(noiseKey: bytes32(2, salt: 0x4d), now: at(9)) == nil)
+        #expect(try store.record(try meshKey(2)) == nil && cache.counters.rejectedPinMismatches == 3)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func pinnedMeshRecordsListsEveryMeshPinAcrossPages(kind: StoreKind) throws {
+        let (cache, _) = try makeCache(kind)
+        let count = PeerIdentityCache.Limits.pinPage + 5
+        for i in 0..<count { _ = try cache.recordSighting(try meshSighting(i), now: at(0, ms: Int64(i))) }
+        _ = try cache.recordSighting(try nostrSighting(1), now: at(0))
+        try cache.annotate(try meshKey(count + 1)) { $0.blocked = true }  // annotated, never seen: no pins
+        let pinned = try cache.pinnedMeshRecords()
+        #expect(pinned.count == count)
+        #expect(Set(pinned.compactMap { $0.pins?.noiseKey }) == Set((0..<count).map { bytes32($0, salt: 0x4d) }))
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aDifferentSigningKeyIsRefusedAndRefreshesNothing(kind: StoreKind) throws {
         let (cache, store) = try makeCache(kind)
         _ = try cache.recordSighting(try meshSighting(1, nickname: "a"), now: at(0))

@@ -119,6 +119,12 @@ struct SQLiteIdentityStoreTests {
         #expect(try store.strangerRows(stampedAtOrBefore: day(3)).map(\.key) == [try meshKey(1)])
         #expect(try store.unstampedStrangerKeys() == [try meshKey(2)])
         #expect(try store.integrityCheck() == ["ok"])
+        // v3's refusal columns take writes and read back after a reopen.
+        var refused = stamped
+        refused.pinRefusals = 3
+        refused.lastPinRefusal = at(4)
+        try store.put(refused)
+        #expect(try SQLiteIdentityStore(path: path).record(try meshKey(1)) == refused)
         let database = try SQLiteDatabase(path: path)
         let version = try database.prepare("SELECT version FROM schema_versions WHERE component = 'identity'").query { $0.int64(0) }
         #expect(version == [Int64(SQLiteIdentityStore.schemaVersion)])

@@ -8,7 +8,7 @@ import Testing
 
 /// Differential interop against bitchat-cli 0.2.3 (PyPI), the most faithful independent codec: ≥ 1 000
 /// randomized cases each way, one Python process per direction (Fixtures/bitchat_cli_driver.py).
-@Suite("Differential: bitchat-cli", .enabled(if: TestEnvironment.hasVenv))
+@Suite("Differential: bitchat-cli", TestEnvironment.needsVenv)
 struct BitchatCLIDifferentialTests {
     static let cases = 1_000
     static let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -33,7 +33,7 @@ struct BitchatCLIDifferentialTests {
                     let carrier = try MeshPacket.decode(frame)
                     #expect(carrier.type == .fragment && carrier.signature == nil)
                     let fragment = try FragmentPayload.decode(carrier.payload)
-                    if case .complete(let inner) = reassembler.add(fragment, from: carrier.sender, now: carrier.timestamp) {
+                    if case .complete(let inner) = reassembler.add(fragment, from: carrier.sender, trusted: false, now: carrier.timestamp) {
                         packet = try MeshPacket.decode(inner)
                     }
                 }

@@ -43,33 +43,43 @@ struct RelayGateTests {
         let packets = Self.relayed(released)
         #expect(packets.count == 1 && packets.first?.type == .message && packets.first?.ttl == 6)
         for case .transmit(_, _, let delay) in released { #expect((10...40).contains(delay), "degree-2 relay jitter") }
-        #expect(h.engine.counters["relay.gate.released"] == 1 && h.engine.heldForVerdict == 0)
+        #expect(h.engine.counters.relayGate[.released] == 1 && h.engine.heldForVerdict == 0)
         // A second verdict for the same message does nothing.
         #expect(h.engine.handle(.relayVerdict(stableID: id, relay: true), now: h.now, random: &h.random).isEmpty)
     }
 
-    @Test func aHiddenMessageIsNeverRelayedNotEvenAsALaterCopy() throws {
+    @Test func aHiddenMessageIsNeverRelayedNotEvenAsALaterCopy() async throws {
         let phone = Phone()
         var h = try Self.gated(phone)
         let message = try phone.message("BUY NOW", at: h.now)
         let id = try #require(Self.stableID(h.feed(message)))
         #expect(h.engine.handle(.relayVerdict(stableID: id, relay: false), now: h.now, random: &h.random).isEmpty)
-        #expect(h.engine.counters["relay.gate.withheld"] == 1)
-        // Push the first copy out of the dedup set (1 001 keys trim it to the newest 750) with directed
-        // traffic between two other peers, which relays ungated; then the same message arrives again.
+        #expect(h.engine.counters.relayGate[.withheld] == 1)
+        // Directed traffic between two other peers relays ungated (and, unverifiable, cannot touch the
+        // dedup pool the message is in).
         let stranger = Phone()
         let elsewhere = Phone()
-        let relayedBefore = h.engine.counters["relay.sent"] ?? 0
+        let relayedBefore = h.engine.counters.relay[.sent]
         for i in 0..<1_001 {
             let packet = MeshPacket(type: .message, timestamp: h.now, sender: stranger.id, recipient: elsewhere.id,
                                     payload: Array("x\(i)".utf8))
             _ = h.feed(try packet.encode())
         }
-        #expect(h.engine.counters["relay.sent"] == relayedBefore + 1_001, "directed messages are not gated")
+        #expect(h.engine.counters.relay[.sent] == relayedBefore + 1_001, "directed messages are not gated")
+        #expect(h.feed(message).isEmpty, "still a duplicate: junk does not flush the established pool")
+        // Only the phone's own verified traffic can push the first copy out of its pool (16 384 keys, trimmed
+        // to ¾ past that); then the same message arrives again.
+        for i in 0..<DedupSet.Limits.establishedCapacity {
+            if i % 128 == 0 { await Task.yield() }
+            let directed = try MeshPacket(type: .message, timestamp: h.now, sender: phone.id, recipient: h.engine.identity.peerID,
+                                          payload: Array("to the bridge \(i)".utf8)).signed(with: phone.signing)
+            _ = h.feed(try directed.encode())
+        }
+        #expect(h.engine.counters.dedup[MeshDedupEvent(.evicted, .established)] > 0)
         let again = h.feed(message)
         #expect(Self.stableID(again) == id, "the copy passed dedup and was delivered again")
         #expect(Self.relayed(again).isEmpty)
-        #expect(h.engine.counters["relay.gate.cachedWithhold"] == 1)
+        #expect(h.engine.counters.relayGate[.cachedWithhold] == 1)
     }
 
     @Test func unattributedBroadcastsAreNotRelayedByTheBridgeButAreByAPlainPeer() throws {
@@ -87,8 +97,8 @@ struct RelayGateTests {
                 #expect(Self.stableID(actions) == nil, "never delivered for judgement or bridging")
                 #expect(Self.relayed(actions).count == (gate ? 0 : 1))
             }
-            #expect(h.engine.counters["relay.gate.unattributed"] == (gate ? 2 : nil))
-            #expect(h.engine.counters["message.unknownSender"] == 1 && h.engine.counters["message.badSignature"] == 1)
+            #expect(h.engine.counters.relayGate[.unattributed] == (gate ? 2 : 0))
+            #expect(h.engine.counters.verification[.messageUnknownSender] == 1 && h.engine.counters.verification[.messageBadSignature] == 1)
             #expect(h.engine.heldForVerdict == 0)
         }
     }
@@ -100,7 +110,7 @@ struct RelayGateTests {
         #expect(h.engine.handle(.relayVerdict(stableID: stable, relay: true), now: h.now, random: &h.random).isEmpty)
         let actions = h.feed(try phone.message("known", at: h.now))
         #expect(Self.relayed(actions).count == 1 && h.engine.heldForVerdict == 0)
-        #expect(h.engine.counters["relay.gate.cachedRelay"] == 1)
+        #expect(h.engine.counters.relayGate[.cachedRelay] == 1)
     }
 
     @Test func withoutAVerdictTheMessageIsWithheldAfterTheTimeout() throws {
@@ -109,9 +119,9 @@ struct RelayGateTests {
         let heldAt = h.now
         _ = h.feed(try phone.message("nobody judged me", at: heldAt))
         var actions = h.engine.handle(.tick, now: heldAt + RelayGate.Limits.verdictTimeoutMs - 1, random: &h.random)
-        #expect(h.engine.heldForVerdict == 1 && h.engine.counters["relay.gate.expired"] == nil)
+        #expect(h.engine.heldForVerdict == 1 && h.engine.counters.relayGate[.expired] == 0)
         actions = h.engine.handle(.tick, now: heldAt + RelayGate.Limits.verdictTimeoutMs, random: &h.random)
-        #expect(h.engine.heldForVerdict == 0 && h.engine.counters["relay.gate.expired"] == 1)
+        #expect(h.engine.heldForVerdict == 0 && h.engine.counters.relayGate[.expired] == 1)
         #expect(!actions.contains { if case .transmit(_, let f, _) = $0 { (try? MeshPacket.decode(f))?.type == .message } else { false } })
     }
 

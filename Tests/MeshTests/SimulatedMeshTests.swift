@@ -51,7 +51,7 @@ struct SimulatedMeshTests {
             #expect(mesh.publicMessages(at: node).first?.ttl == UInt8(8 - node))
         }
         // Every relay saw the duplicate coming back? On a line nobody sends back out of the ingress link.
-        #expect(mesh.nodes[4].counters["drop.duplicate", default: 0] == 0)
+        #expect(mesh.nodes[4].counters.duplicates == 0)
     }
 
     @Test func ttlBudgetStopsFlooding() throws {
@@ -63,8 +63,8 @@ struct SimulatedMeshTests {
         mesh.apply(.sendPublicMessage("far"), at: 0)
         mesh.run(for: 5_000)
         // Nodes 7 and 8 may not know node 0 (announces also stop after 7 hops), so count rx counters instead.
-        #expect(mesh.nodes[7].counters["rx.message", default: 0] == 1)
-        #expect(mesh.nodes[8].counters["rx.message", default: 0] == 0)
+        #expect(mesh.nodes[7].counters.received[.message] == 1)
+        #expect(mesh.nodes[8].counters.received[.message] == 0)
     }
 
     @Test func cycleDeliversOnceAndDropsDuplicates() throws {
@@ -72,7 +72,7 @@ struct SimulatedMeshTests {
         mesh.apply(.sendPublicMessage("loop"), at: 0)
         mesh.run(for: 5_000)
         for node in 1..<5 { #expect(mesh.publicMessages(at: node).count == 1) }
-        let duplicates = (0..<5).map { mesh.nodes[$0].counters["drop.duplicate", default: 0] }.reduce(0, +)
+        let duplicates = (0..<5).map { mesh.nodes[$0].counters.duplicates }.reduce(0, +)
         #expect(duplicates > 0, "the cycle produced duplicates, and dedup dropped them")
     }
 
@@ -92,7 +92,7 @@ struct SimulatedMeshTests {
         let fragmentFrames = mesh.airLog.filter { $0.frame.count > 1 && $0.frame[1] == MessageType.fragment.rawValue }
         // Even compressed (printable text deflates to ~80 %), the frame needs > 20 fragments per hop.
         #expect(fragmentFrames.count >= 4 * 20)
-        #expect(mesh.nodes[4].counters["fragment.reassembled"] == 1)
+        #expect(mesh.nodes[4].counters.fragment[.reassembled] == 1)
     }
 
     @Test func lossyLinksStillDeliverAtMostOnce() throws {

@@ -143,6 +143,52 @@ struct CommandLineTests {
         #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000001"]).status == 64)
     }
 
+    @Test func modlogExportWritesJSONLAndCSVAndRefusesBadRanges() throws {
+        let directory = try temporaryDirectory()
+        let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
+        let base = 1_750_000_000.0
+        for i in 0..<3 {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: base + Double(i) * 3600, direction: .nostrToMesh, channel: "u4pruyd", senderKey: "s\(i)",
+                    displayName: "n\(i)", messageID: "id\(i)", messageTimestamp: base, rule: .messageRate, shadow: false,
+                    figures: .object([]), text: "buy, \"now\" \(i)", textSHA256: "h\(i)"))
+        }
+        let dir = ["--data-dir", directory.path]
+        let jsonl = try run(["modlog", "export", "--since", "@\(Int(base))", "--until", "2025-06-15T17:06:40Z"] + dir)
+        #expect(jsonl.status == 0, "\(jsonl.stderr)")
+        let out = try lines(jsonl.stdout)
+        #expect(out.map { $0["message_id"] } == [.string("id0"), .string("id1")], "oldest first, until exclusive")
+        #expect(out[0]["text"] == .string("buy, \"now\" 0"))
+        #expect(jsonl.stderr.contains("2 records"))
+        let csv = try run(["modlog", "export", "--since", "2025-06-15", "--format", "csv", "--redact-text"] + dir)
+        #expect(csv.status == 0, "\(csv.stderr)")
+        let rows = csv.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(rows.count == 4)
+        #expect(rows[0] == ModerationExport.csvHeader)
+        #expect(!csv.stdout.contains("buy"))
+        let file = directory.appendingPathComponent("report.csv")
+        let toFile = try run(["modlog", "export", "--since", "2025-06-15", "--format", "csv", "--output", file.path] + dir)
+        #expect(toFile.status == 0 && toFile.stdout.isEmpty)
+        #expect(try String(contentsOf: file, encoding: .utf8).contains("\"buy, \"\"now\"\" 2\""))
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // Bad invocations: exit 64, naming the option.
+        for (arguments, field) in [
+            (["--since", "soon"], "--since"), (["--since", "1h", "--until", "later"], "--until"),
+            (["--since", "1m", "--until", "1h"], "--until"), (["--until", "now"], "--since"),
+            (["--since", "1h", "--format", "xml"], "--format"),
+        ] {
+            let bad = try run(["modlog", "export"] + arguments + dir)
+            #expect(bad.status == 64, "\(arguments)")
+            #expect(bad.stderr.contains(field), "\(arguments): \(bad.stderr)")
+        }
+        #expect(try run(["modlog", "export", "--since", "1h", "--limit", "3"] + dir).status == 64)
+        // The old form still works beside the new subcommand.
+        #expect(try run(["modlog", "--json", "--limit", "1"] + dir).status == 0)
+        #expect(try run(["modlog", "export", "--help"]).stdout.contains("--redact-text"))
+    }
+
     @Test func benchSpamQuickPrintsTheBenchJSON() throws {
         let result = try run(["bench", "spam", "--quick", "--json"])
         #expect(result.status == 0, "\(result.stderr)")

@@ -14,7 +14,7 @@ final class CollectingSink: LogSink {
     var lines: [String] { records.withLock { $0.map(\.jsonLine) } }
 }
 
-@Suite("NIP-42 against nostr-sdk LocalRelay", .enabled(if: TestEnvironment.hasVenv))
+@Suite("NIP-42 against nostr-sdk LocalRelay", TestEnvironment.needsVenv)
 struct Nip42Tests {
     static let listenerKey = try! SchnorrSecretKey(bytes: [UInt8](repeating: 11, count: 32))
     static let publisherKey = try! SchnorrSecretKey(bytes: [UInt8](repeating: 12, count: 32))
@@ -40,10 +40,10 @@ struct Nip42Tests {
         let listenerStats = try #require(listener.pool.stats(url))
         let publisherStats = try #require(publisher.pool.stats(url))
         #expect(listenerStats.authAnswered == 1)
-        #expect(listenerStats.closed["auth-required"] == 1)
+        #expect(listenerStats.closed[.authRequired] == 1)
         #expect(listenerStats.authRetried == 1)  // the REQ
         #expect(publisherStats.authAnswered == 1)
-        #expect(publisherStats.okRejected["auth-required"] == 1)
+        #expect(publisherStats.okRejected[.authRequired] == 1)
         #expect(publisherStats.authRetried == 1)  // the EVENT
         #expect(listener.rejections.isEmpty)
         await publisher.stop()
@@ -64,7 +64,7 @@ struct Nip42Tests {
             $0.contains { if case .closed(url, "geo-u4pruy", let message) = $0 { message.hasPrefix("auth-required:") } else { false } }
         }
         let stats = try #require(listener.pool.stats(url))
-        #expect(stats.closed == ["auth-required": 1])
+        #expect(stats.closed.counts == [.authRequired: 1])
         #expect(stats.authAnswered == 0)
         #expect(stats.authRetried == 0)
         #expect(sink.lines.contains { $0.contains(#""msg":"subscription closed by relay""#) && $0.contains(#""reason":"auth-required:"#) })

@@ -14,6 +14,8 @@ final class FakeTransport: RelayTransport {
         var opened: [(ConnectionID, WebSocketEndpoint)] = []
         var sent: [(ConnectionID, String)] = []
         var closed: [ConnectionID] = []
+        var pinged: [ConnectionID] = []
+        var reading: [(ConnectionID, paused: Bool)] = []
     }
     let state = Mutex(State())
     func open(_ endpoint: WebSocketEndpoint) -> ConnectionID {
@@ -25,6 +27,8 @@ final class FakeTransport: RelayTransport {
         }
     }
     func send(_ connection: ConnectionID, text: String) { state.withLock { $0.sent.append((connection, text)) } }
+    func ping(_ connection: ConnectionID) { state.withLock { $0.pinged.append(connection) } }
+    func setReading(_ connection: ConnectionID, paused: Bool) { state.withLock { $0.reading.append((connection, paused)) } }
     func close(_ connection: ConnectionID) { state.withLock { $0.closed.append(connection) } }
     var lastOpened: ConnectionID? { state.withLock { $0.opened.last?.0 } }
     func sent(to id: ConnectionID) -> [String] { state.withLock { $0.sent.filter { $0.0 == id }.map(\.1) } }
@@ -93,14 +97,14 @@ struct RelayPoolCoreTests {
         // A copy with the right id but a signature from another event arrives first.
         let forgedJSON = genuine.json.replacingSignature(with: Self.event(2).signature.hex)
         let forged = core.handle(.text(ids[0], Array(#"["EVENT","s",\#(forgedJSON)]"#.utf8)), now: t0, unixNow: 0)
-        #expect(forged == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: "bad_signature")])
+        #expect(forged == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: .badSignature, count: 1)])
         let frame = Array(#"["EVENT","s",\#(genuine.json)]"#.utf8)
         do { let r = core.handle(.text(ids[1], frame), now: t0, unixNow: 0); #expect(r == [.event(genuine, relay: "ws://127.0.0.1:2", subscription: "s")]) }
         do { let r = core.handle(.text(ids[0], frame), now: t0, unixNow: 0); #expect(r == []) }
         #expect(core.stats("ws://127.0.0.1:1")?.duplicates == 1)
         // A relay injecting another channel's event is caught by the client-side filter check.
         let foreign = Array(#"["EVENT","s",\#(Self.event(3, geohash: "9q8yy").json)]"#.utf8)
-        do { let r = core.handle(.text(ids[0], foreign), now: t0, unixNow: 0); #expect(r == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: "filter_mismatch")]) }
+        do { let r = core.handle(.text(ids[0], foreign), now: t0, unixNow: 0); #expect(r == [.rejected(relay: "ws://127.0.0.1:1", subscription: "s", reason: .filterMismatch, count: 1)]) }
     }
 
     @Test func okClosedNoticeAndMalformedFramesAreCountedPerRelay() throws {
@@ -115,12 +119,12 @@ struct RelayPoolCoreTests {
         }
         _ = core.handle(.oversizedMessage(id, bytes: 1 << 20), now: t0, unixNow: 0)
         let stats = try #require(core.stats("ws://127.0.0.1:1"))
-        #expect(stats.okRejected == ["blocked": 1])
+        #expect(stats.okRejected.counts == [.blocked: 1])
         #expect(stats.okAccepted == 1)
-        #expect(stats.closed == ["rate-limited": 1])
+        #expect(stats.closed.counts == [.rateLimited: 1])
         #expect(stats.notices == 1)
         #expect(stats.authIgnored == 1)
-        #expect(stats.drops == ["invalid_json": 1, "frame_too_large": 1])
+        #expect(stats.drops.counts == [.invalidJSON: 1, .frameTooLarge: 1])
     }
 
     @Test func nip42AuthAnsweredWhenEnabledAndClosedSubscriptionReplayed() throws {
@@ -180,7 +184,7 @@ struct RelayPoolCoreTests {
         _ = ignoring.handle(.text(plainID, Array(#"["CLOSED","s","auth-required: you must auth"]"#.utf8)), now: t0, unixNow: 5)
         #expect(plain.sent(to: plainID).isEmpty)
         #expect(ignoring.stats("ws://127.0.0.1:1")?.authIgnored == 1)
-        #expect(ignoring.stats("ws://127.0.0.1:1")?.closed == ["auth-required": 1])
+        #expect(ignoring.stats("ws://127.0.0.1:1")?.closed.counts == [.authRequired: 1])
     }
 
     /// The events remembered for a retry after AUTH are bounded by the publish queue's limit: of n + 1

@@ -29,7 +29,7 @@ func connectFailures(_ reports: [RelayPoolEvent]) -> [String] {
     reports.compactMap { if case .connectFailed(_, let reason) = $0 { reason } else { nil } }
 }
 
-@Suite("wss:// with a self-signed CA file", .enabled(if: TestEnvironment.hasVenv), .serialized)
+@Suite("wss:// with a self-signed CA file", TestEnvironment.needsVenv, .serialized)
 struct TLSTests {
     /// nostr-relay serves TLS with a certificate for localhost/127.0.0.1 made by the test. With that
     /// certificate as the CA file, post → listen works over wss://; with the system store the
@@ -51,7 +51,12 @@ struct TLSTests {
         publisher.pool.publish(event)
         try await publisher.wait("OK over TLS") { $0.contains { if case .ok(_, event.id.hex, true, _) = $0 { true } else { false } } }
         try await listener.wait("event over TLS") { $0.contains { if case .event(event, url, _) = $0 { true } else { false } } }
-        #expect(listener.pool.stats(url)?.failures == [:])
+        // The CA file is trusted: no attempt failed on the certificate. (In one loaded CI-style run the
+        // listener's first attempt ended as a plain connect failure and the retry connected; a transient
+        // refusal is not what this test is about, a certificate verdict is.)
+        let listenerFailures = connectFailures(listener.reports.withLock { $0 })
+        #expect(listenerFailures.allSatisfy { !$0.contains("certificate") }, "\(listenerFailures)")
+        #expect((listener.pool.stats(url)?.failures.counts ?? [:]).keys.allSatisfy { $0 == .connect }, "\(listenerFailures)")
         await publisher.stop()
         await listener.stop()
 
@@ -60,9 +65,14 @@ struct TLSTests {
         try await untrusting.wait("TLS refusal") { !connectFailures($0).isEmpty }
         let reason = try #require(connectFailures(untrusting.reports.withLock { $0 }).first)
         #expect(reason.hasSuffix("(certificate: self-signed certificate)"), "\(reason)")
-        #expect(connectedCount(untrusting.reports.withLock { $0 }) == 0)
-        #expect(untrusting.pool.stats(url)?.failures["connect"] == 1)
         await untrusting.stop()
+        // Counted once per refused attempt, as a connect failure (read after the stop: a loaded run may
+        // have fitted a retry in after the backoff's 1 s).
+        let reports = untrusting.reports.withLock { $0 }
+        #expect(connectedCount(reports) == 0)
+        let failures = try #require(untrusting.pool.stats(url)?.failures)
+        #expect(failures[.connect] == connectFailures(reports).count)
+        #expect(failures.total == failures[.connect])
     }
 
     /// A certificate that is trusted (it is the CA file) but names another host is refused too.

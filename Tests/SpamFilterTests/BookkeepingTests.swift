@@ -134,7 +134,7 @@ struct BookkeepingTests {
             if model[sender] != nil {
                 model[sender]!.lastActive = activity
             } else {
-                model[sender] = (TokenBucketSchedule(capacity: config.messageBucket.capacity, rate: config.messageBucket.rate), activity)
+                model[sender] = (TokenBucketSchedule(config.messageBucket), activity)
                 if model.count > config.maxTrackedSenders {
                     let ordered = model.filter { $0.key != sender }.sorted { $0.value.lastActive < $1.value.lastActive }
                     for (key, _) in ordered.prefix(model.count - config.maxTrackedSenders * 3 / 4) {
@@ -143,11 +143,11 @@ struct BookkeepingTests {
                     }
                 }
             }
-            let expected = model[sender]!.bucket.spend(1, at: time)
+            let expected = model[sender]!.bucket.spend(1, at: BucketScale.milliseconds(time))
             let verdict = policy.judge(
                 SpamCandidate(senderKey: sender, messageID: "m\(i)", timestamp: time, content: .attachment, direction: .meshToNostr),
                 now: time)
-            #expect(verdict.figures.messageBucket?.level == expected.level, "message \(i)")
+            #expect(verdict.figures.messageBucket?.levelUnits == expected.level, "message \(i)")
             #expect((verdict.outcome == .accepted) == expected.accepted, "message \(i)")
         }
         #expect(evictions > 100)

@@ -26,6 +26,12 @@ struct LimitsTests {
         ("timestamp_clamp_seconds", "86400", true), ("timestamp_clamp_seconds", "86401", false),
         ("stored_texts", "10000", true), ("stored_texts", "10001", false),
         ("cross_user_scan_max_comparisons", "10000", true), ("cross_user_scan_max_comparisons", "10001", false),
+        // Buckets: up to a million tokens, in thousandths (exact integer arithmetic, `BucketScale`).
+        ("message_bucket", #"{"capacity": 1000000}"#, true), ("message_bucket", #"{"capacity": 1000000.001}"#, false),
+        ("message_bucket", #"{"capacity": 2.5}"#, true), ("message_bucket", #"{"capacity": 2.0005}"#, false),
+        ("link_bucket", #"{"refill_tokens": 0.001}"#, true), ("link_bucket", #"{"refill_tokens": 0.0009}"#, false),
+        ("link_bucket", #"{"refill_tokens": 0.1}"#, true), ("link_bucket", #"{"refill_tokens": 1000001}"#, false),
+        ("character_bucket", #"{"refill_seconds": 86399.999}"#, true), ("character_bucket", #"{"refill_seconds": 0.0015}"#, false),
     ])
     func configLimits(field: String, value: String, accepted: Bool) throws {
         let json = try JSONParser().parse(#"{"\#(field)": \#(value)}"#)

@@ -1,6 +1,7 @@
 import BotSupport
 import Testing
 @testable import SpamFilter
+import SpamFilterReference
 
 @Suite("Spam filter normalisation and links")
 struct NormalizerAndLinkTests {
@@ -34,6 +35,32 @@ struct NormalizerAndLinkTests {
             let fast = TextNormalizer.normalize(text)
             #expect(fast == TextNormalizer.normalize(text + "\u{200B}"), "\(Array(text.utf8))")
             #expect(fast == TextNormalizer.normalize("\u{200B}" + text), "\(Array(text.utf8))")
+        }
+    }
+
+    /// The filter's normaliser (ASCII fast path, per-scalar shortcuts) equals the reference's step-by-step
+    /// §3 on every Unicode scalar: each between letters and spaces (so a dropped one joins its neighbours,
+    /// a space collapses with them), and in runs of consecutive scalars (so marks reorder and compose as
+    /// NFKD does them); plus random mixes of ASCII controls, spaces and letters.
+    @Test func equalsTheStepByStepReferenceOnEveryScalar() {
+        let scalars = (0..<0x11_0000).compactMap(Unicode.Scalar.init(_:))
+        for start in stride(from: 0, to: scalars.count, by: 256) {
+            let chunk = scalars[start..<min(start + 256, scalars.count)]
+            var spaced = String.UnicodeScalarView()
+            for (index, scalar) in chunk.enumerated() {
+                spaced.append(contentsOf: (index % 3 == 0 ? " a" : "A").unicodeScalars)
+                spaced.append(scalar)
+            }
+            spaced.append("b")
+            for text in [String(spaced), String(String.UnicodeScalarView(chunk))] {
+                #expect(TextNormalizer.normalize(text) == ReferenceSpamFilter.normalize(text), "from U+\(String(chunk.first!.value, radix: 16))")
+            }
+        }
+        var rng = SeededRandom(seed: 0x5EC3)
+        let pool = Array("\t\n\r\u{0B}\u{0C}\u{85}\u{1F}\u{7F} \u{A0}\u{2028}aZé\u{301}\u{200B}".unicodeScalars)
+        for _ in 0..<3000 {
+            let text = String(String.UnicodeScalarView((0..<Int(rng.next() % 16)).map { _ in pool[Int(rng.next() % UInt64(pool.count))] }))
+            #expect(TextNormalizer.normalize(text) == ReferenceSpamFilter.normalize(text), "\(text.unicodeScalars.map(\.value))")
         }
     }
 

@@ -70,6 +70,12 @@ struct SimilarityTests {
             #expect(bound >= exact, "bound \(bound) < similarity \(exact) for \(a) \(b)")
             let peaks = comparator.peaks(against: b)
             #expect(peaks.shifts == ReferenceSpamFilter.peaks(a, b).map(\.d))
+            // The early stop: exact when the alignment reaches `required`, below `required` otherwise.
+            let align = ReferenceSpamFilter.align(a, b)
+            for required in [align - 1, align, align + 1, Int(rng.next() % 41)] where required > 0 {
+                let stopped = comparator.align(against: b, shifts: peaks.shifts, required: required)
+                #expect(align >= required ? stopped == align : stopped < required, "required \(required): \(stopped) vs \(align)")
+            }
         }
     }
 

@@ -1,52 +1,287 @@
 public import BotSupport
+import BitchatWire
+import IdentityCache
+public import Mesh
+import MeshSync
 
-/// The bridge's operational counters and gauges, owned by the coordinator and turned into a
-/// ``MetricsSnapshot`` each time it publishes status (every few seconds and on demand).
+/// Every `/metrics` family the bridge exposes: its name, kind, help and label names — the one place metric
+/// names are chosen (issue 15). Modules count in typed values (``Tally`` of ``CounterKey``s, counter
+/// structs); ``BridgeMetrics/snapshot()`` turns them into series under these names. The README's metric
+/// table is checked against this list by a test.
+public enum BridgeMetric: String, CaseIterable, Sendable {
+    // Relays (label `relay` = a configured URL: bounded by the configuration).
+    case relayUp = "bridge_relay_up"
+    case relayAnswering = "bridge_relay_answering"
+    case relayState = "bridge_relay_state"
+    case relayReconnects = "bridge_relay_reconnects_total"
+    case relayFramesReceived = "bridge_relay_frames_received_total"
+    case relayEventsDelivered = "bridge_relay_events_delivered_total"
+    case relayDuplicates = "bridge_relay_duplicates_total"
+    case relayDropped = "bridge_relay_dropped_total"
+    case relayConnectFailures = "bridge_relay_connect_failures_total"
+    case relayConnectionsLost = "bridge_relay_connections_lost_total"
+    case relayRejections = "bridge_relay_rejections_total"
+    // Events from relays, all relays together.
+    case eventsReceived = "bridge_events_received_total"
+    case eventsVerified = "bridge_events_verified_total"
+    case eventsRejected = "bridge_events_rejected_total"
+    case eventsDropped = "bridge_events_dropped_total"
+    // The bridge's own judgement and queues.
+    case forwarded = "bridge_forwarded_total"
+    case hidden = "bridge_hidden_total"
+    case deposits = "bridge_deposits_total"
+    case depositsDropped = "bridge_deposits_dropped_total"
+    case carriersDropped = "bridge_carriers_dropped_total"
+    case presenceSent = "bridge_presence_sent_total"
+    case queueDepth = "bridge_queue_depth"
+    case queueDropped = "bridge_queue_dropped_total"
+    // The mesh transport (radio hub connections or BlueZ).
+    case meshUp = "bridge_mesh_up"
+    case meshLinks = "bridge_mesh_links"
+    case meshFramesReceived = "bridge_mesh_frames_received_total"
+    case meshTransportDropped = "bridge_mesh_transport_dropped_total"
+    case meshLinkDropped = "bridge_mesh_link_dropped_total"
+    case meshReconnects = "bridge_mesh_reconnects_total"
+    // The mesh engine (``MeshCounters``) and node.
+    case meshPeers = "bridge_mesh_peers"
+    case meshPeerEvents = "bridge_mesh_peer_events_total"
+    case meshPins = "bridge_mesh_pins_total"
+    case meshPacketsReceived = "bridge_mesh_packets_received_total"
+    case meshPacketsOriginated = "bridge_mesh_packets_originated_total"
+    case meshIngressDropped = "bridge_mesh_ingress_dropped_total"
+    case meshDecodeRejected = "bridge_mesh_decode_rejected_total"
+    case meshVerificationFailed = "bridge_mesh_verification_failed_total"
+    case meshFragments = "bridge_mesh_fragments_total"
+    case meshCarriersRejected = "bridge_mesh_carriers_rejected_total"
+    case meshDedup = "bridge_mesh_dedup_total"
+    case meshRelayed = "bridge_mesh_relayed_total"
+    case meshRelayGate = "bridge_mesh_relay_gate_total"
+    case meshTransmit = "bridge_mesh_transmit_total"
+    case meshNodeDropped = "bridge_mesh_node_dropped_total"
+    // Identities and stores.
+    case strangerCacheEntries = "bridge_stranger_cache_entries"
+    case strangerCacheEvictions = "bridge_stranger_cache_evictions_total"
+    case pinRefusals = "bridge_identity_pin_refusals_total"
+    case blockedKeys = "bridge_blocked_keys"
+    case moderationLogRecords = "bridge_moderation_log_records"
+    case storeFailures = "bridge_store_failures_total"
+    case syncRequests = "bridge_sync_requests_total"
+    case syncReplies = "bridge_sync_replies_total"
+    case syncReplyBytes = "bridge_sync_reply_bytes_total"
+    case boardPackets = "bridge_board_packets_total"
+    case fleetLists = "bridge_fleet_lists_total"
+    case boardNostr = "bridge_board_nostr_total"
+    case uptime = "bridge_uptime_seconds"
+
+    public var kind: MetricsSnapshot.Kind {
+        switch self {
+        case .relayUp, .relayAnswering, .relayState, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
+            .blockedKeys, .moderationLogRecords, .uptime:
+            .gauge
+        default: .counter
+        }
+    }
+
+    /// Label names, in the order each series carries them. Every label value is a typed key's label (a
+    /// bounded set), a configured relay URL, or a live link's ID.
+    public var labels: [String] {
+        switch self {
+        case .relayUp, .relayAnswering, .relayReconnects, .relayFramesReceived, .relayEventsDelivered, .relayDuplicates: ["relay"]
+        case .relayState: ["relay", "state"]
+        case .relayDropped: ["relay", "reason"]
+        case .relayConnectFailures, .relayConnectionsLost: ["relay", "kind"]
+        case .relayRejections: ["relay", "message", "reason"]
+        case .eventsRejected, .eventsDropped, .depositsDropped, .carriersDropped: ["reason"]
+        case .forwarded: ["direction"]
+        case .hidden: ["direction", "rule"]
+        case .presenceSent: ["kind"]
+        case .queueDepth, .queueDropped: ["queue"]
+        case .meshTransportDropped: ["direction", "reason"]
+        case .meshLinkDropped: ["link", "direction", "reason"]
+        case .meshPeerEvents, .meshPins, .meshFragments, .meshTransmit: ["event"]
+        case .meshPacketsReceived, .meshPacketsOriginated: ["type"]
+        case .meshIngressDropped, .meshVerificationFailed, .meshCarriersRejected, .meshNodeDropped: ["reason"]
+        case .meshDecodeRejected: ["stage", "reason"]
+        case .meshDedup: ["kind", "pool"]
+        case .meshRelayed, .meshRelayGate: ["outcome"]
+        case .storeFailures: ["store"]
+        case .syncRequests, .syncReplies, .boardPackets, .fleetLists, .boardNostr: ["outcome"]
+        default: []
+        }
+    }
+
+    public var help: String {
+        switch self {
+        case .relayUp: "1 while the relay connection is open, else 0."
+        case .relayAnswering: "1 while the relay is connected and answered within the answer window (what health counts), else 0."
+        case .relayState: "Current state of each relay connection (1 = in this state)."
+        case .relayReconnects: "Reconnections per relay since start."
+        case .relayFramesReceived: "Text frames received from each relay, valid or not."
+        case .relayEventsDelivered: "Events from each relay that passed every check and reached the bridge (first copy only)."
+        case .relayDuplicates: "Copies of events already seen, per relay."
+        case .relayDropped: "Frames and events dropped at intake, by relay and reason (stale/future = outside the ±900 s window)."
+        case .relayConnectFailures: "Connection attempts that never came up, by relay and kind."
+        case .relayConnectionsLost: "Open connections that ended, by relay and kind."
+        case .relayRejections: "The relay's OK false (message=ok) and CLOSED (message=closed) answers, by NIP-01 reason prefix."
+        case .eventsReceived: "Nostr events received from relays (EVENT frames that parsed, before any check)."
+        case .eventsVerified: "Nostr events whose id and signature verified."
+        case .eventsRejected: "Nostr events rejected by verification, by reason."
+        case .eventsDropped: "Verified relay events not carried, by reason."
+        case .forwarded: "Messages carried across, by direction."
+        case .hidden: "Messages hidden (block list or spam filter), by direction and rule."
+        case .deposits: "Deposits from mesh-only phones accepted for publishing."
+        case .depositsDropped: "Deposits from the mesh not published, by reason."
+        case .carriersDropped: "Mesh carriers the bridge could not use, by reason."
+        case .presenceSent: "Presence events published, by kind."
+        case .queueDepth: "Items waiting in each queue."
+        case .queueDropped: "Items dropped because a queue was full (or expired in it), by queue."
+        case .meshUp: "1 while the mesh transport is up (every radio-hub connection; BlueZ powered and our GATT application registered)."
+        case .meshLinks: "Direct links currently open."
+        case .meshFramesReceived: "Frames the transport accepted from the radio."
+        case .meshTransportDropped: "Frames the transport dropped, by direction (in/out) and reason."
+        case .meshLinkDropped: "Frames the transport dropped on each live link, by direction and reason."
+        case .meshReconnects: "Radio-hub connections re-established, or BlueZ registrations redone."
+        case .meshPeers: "Mesh peers currently known (announced, not expired)."
+        case .meshPeerEvents: "Peer table changes, by event (added, promoted, lost_*)."
+        case .meshPins: "Pins kept beyond the live table, by event (verified_by_pin, refused, book_full, forgotten)."
+        case .meshPacketsReceived: "Mesh packets processed, by type (after the ingress gate and dedup)."
+        case .meshPacketsOriginated: "Mesh packets the bridge originated, by type."
+        case .meshIngressDropped: "Frames dropped at the engine's ingress gate, by reason."
+        case .meshDecodeRejected: "Bytes the mesh decoders rejected, by stage and reason."
+        case .meshVerificationFailed: "Mesh packets that decoded but did not verify, by reason."
+        case .meshFragments: "Fragment handling and reassembly budget events, by event."
+        case .meshCarriersRejected: "Nostr carriers refused by the engine, by reason."
+        case .meshDedup: "Dedup set hits (duplicate) and trims (evicted), by pool."
+        case .meshRelayed: "Packets the engine could relay, by what became of them."
+        case .meshRelayGate: "Public mesh messages held for the verdict, by what became of them."
+        case .meshTransmit: "The bridge's own transmissions: fragmented, cannot_fragment, sign_failed."
+        case .meshNodeDropped: "Work the mesh node dropped, by reason (its queues were full, or a flush ran out of time)."
+        case .strangerCacheEntries: "Identities held in the bounded stranger cache."
+        case .strangerCacheEvictions: "Identities evicted from the stranger cache."
+        case .pinRefusals: "Mesh announces refused because their signing key differs from the pinned one."
+        case .blockedKeys: "Keys on the block list in force."
+        case .moderationLogRecords: "Records in the moderation log."
+        case .storeFailures: "Failed writes or reads of the bridge database, by store (the bridging goes on)."
+        case .syncRequests: "REQUEST_SYNCs from mesh peers: answered, or the check that refused them."
+        case .syncReplies: "Stored packets a sync request asked for: sent, covered by its filter, or withheld by the airtime budget."
+        case .syncReplyBytes: "Bytes of sync replies sent (what the airtime budget counts)."
+        case .boardPackets: "Board posts and tombstones received, by store outcome (only accepted ones are relayed)."
+        case .fleetLists: "Fleet lists (operator-signed NIP-51 sets) offered, by outcome: applied, older, ignored_author, other_site, invalid."
+        case .boardNostr: "Board posts and tombstones between the board and Nostr: kind-1 copy published, skipped (author bridged it, or not bridged), kind 5 sent, failed; carried in from another island's copy (inbound_*: relayed, stored for sync only, duplicate, hidden, rejected, undecodable, bad_signature, wrong_geohash)."
+        case .uptime: "Seconds since the bridge started."
+        }
+    }
+}
+
+/// The bridge's operational figures, gathered each time it publishes status (every few seconds) and turned
+/// into a ``MetricsSnapshot`` by ``snapshot()`` under the names of ``BridgeMetric``. A plain value: the
+/// executable fills it from the coordinator's ``BridgeCoordinator/Snapshot``, the relay pool's snapshot, the
+/// mesh node's typed counters and the transport's status.
 ///
-/// A plain value: the owner mutates its copy on its own actor; ``snapshot()`` names and labels every
-/// series in one place, so the `/metrics` catalogue below is the single list operators read.
-///
-/// | metric | kind | labels |
-/// |---|---|---|
-/// | `bridge_relay_up` | gauge (1 = connected, 0 = not) | relay |
-/// | `bridge_relay_state` | gauge (1 for the current state) | relay, state |
-/// | `bridge_relay_reconnects_total` | counter | relay |
-/// | `bridge_events_received_total` | counter | — |
-/// | `bridge_events_verified_total` | counter | — |
-/// | `bridge_events_rejected_total` | counter | reason |
-/// | `bridge_forwarded_total` | counter | direction |
-/// | `bridge_hidden_total` | counter | direction, rule |
-/// | `bridge_deposits_total` | counter | — |
-/// | `bridge_queue_depth` | gauge | queue |
-/// | `bridge_queue_dropped_total` | counter | queue |
-/// | `bridge_mesh_peers` / `bridge_mesh_links` | gauge | — |
-/// | `bridge_mesh_relay_gate_total` | counter | outcome (released, withheld, expired, overflow, cachedRelay, cachedWithhold) |
-/// | `bridge_stranger_cache_entries` / `bridge_stranger_cache_evictions_total` | gauge / counter | — |
-/// | `bridge_moderation_log_records` | gauge | — |
-/// | `bridge_uptime_seconds` | gauge | — |
+/// The mesh side is kept as the mesh module's typed values (``MeshCounters``, ``MeshTransportStatus``); the
+/// relay side crosses as ``RelayFigures`` (this module does not import the relay pool: label-keyed
+/// dictionaries there are `Tally.byLabel` of the pool's typed counters).
 public struct BridgeMetrics: Sendable, Equatable {
-    /// `relay URL → state name` (one of ``relayStateNames``; `open` = connected).
-    public var relayStates: [String: String] = [:]
-    public var relayReconnects: [String: Int] = [:]
-    public var eventsReceived = 0
+    /// One relay's figures (from the pool's `RelaySnapshot`).
+    public struct RelayFigures: Sendable, Equatable {
+        /// One of ``BridgeMetrics/relayStateNames`` (`open` = connected).
+        public var state = "closed"
+        public var answering = false
+        public var reconnects = 0
+        public var framesReceived = 0
+        /// EVENT frames that parsed.
+        public var eventsReceived = 0
+        public var delivered = 0
+        public var duplicates = 0
+        /// Inbound drops: `reason → count` (the pool's `InboundDrop` labels).
+        public var drops: [String: Int] = [:]
+        /// Attempts that never came up / open connections that ended: `kind → count` (`ConnectionEnd`).
+        public var failures: [String: Int] = [:]
+        public var losses: [String: Int] = [:]
+        /// `OK false` and `CLOSED` answers: `reason → count` (`RelayReason`).
+        public var okRejected: [String: Int] = [:]
+        public var closed: [String: Int] = [:]
+
+        public init() {}
+    }
+
+    /// `relay URL → figures`.
+    public var relays: [String: RelayFigures] = [:]
     public var eventsVerified = 0
-    /// `reason → count` (e.g. `bad_signature`, `stale`, `duplicate`).
+    /// Verification failures: `reason → count` (e.g. `bad_signature`, `over_budget`).
     public var eventsRejected: [String: Int] = [:]
-    /// `direction → count` (`downlink`, `uplink`, …).
+    /// Verified events not carried: `reason → count`.
+    public var eventsDropped: [String: Int] = [:]
+    /// `direction → count` (`nostr-to-mesh`, `mesh-to-nostr`).
     public var forwarded: [String: Int] = [:]
     /// `(direction, rule) → count`.
     public var hidden: [HiddenKey: Int] = [:]
     public var deposits = 0
-    public var queueDepths: [String: Int] = [:]
-    public var queueDrops: [String: Int] = [:]
+    public var depositsDropped: [String: Int] = [:]
+    public var carriersDropped: [String: Int] = [:]
+    public var presenceSent: [String: Int] = [:]
+    public var queueDepths: [Queue: Int] = [:]
+    public var queueDrops: [Queue: Int] = [:]
     public var meshPeers = 0
-    public var meshLinks = 0
-    /// The mesh engine's relay gate (public messages held for the bridge's verdict): `outcome → count`.
-    public var meshRelayGate: [String: Int] = [:]
+    /// The transport's own status (nil until the executable read it).
+    public var meshTransport: MeshTransportStatus?
+    /// The mesh engine's typed counters.
+    public var mesh = MeshCounters()
+    /// The mesh node's own drops.
+    public var meshNode = MeshNode.Counters()
     public var strangerCacheEntries = 0
     public var strangerCacheEvictions = 0
+    public var pinRefusals = 0
+    public var blockedKeys = 0
     public var moderationLogRecords = 0
+    public var storeFailures: [Store: Int] = [:]
+    /// Gossip sync requests: `answered` or a refusal label (`SyncRefusal`).
+    public var syncRequests: [String: Int] = [:]
+    /// `SyncReplyOutcome` label → count.
+    public var syncReplies: [String: Int] = [:]
+    public var syncReplyBytes = 0
+    /// `SyncBoardOutcome` label → count.
+    public var boardPackets: [String: Int] = [:]
+    /// `FleetListOutcome` label → count.
+    public var fleetLists: [String: Int] = [:]
+    /// `BoardNostrOutcome` label → count.
+    public var boardNostr: [String: Int] = [:]
     public var uptimeSeconds = 0.0
+
+    /// The `queue` label of ``BridgeMetric/queueDepth`` and ``BridgeMetric/queueDropped``: each queue's name is
+    /// chosen here and nowhere else.
+    public enum Queue: String, CounterKey, CaseIterable {
+        /// Channel messages waiting for the mesh (the router's downlink queue).
+        case downlink
+        /// Deposits held while no relay is connected.
+        case uplink
+        /// Uplinks no relay has acknowledged yet, kept in `bridge.sqlite3`.
+        case uplinkStore = "uplink_store"
+        /// The coordinator's ordered mesh submissions.
+        case meshOutbox = "mesh_outbox"
+        /// The hand-over from the relay pool to the coordinator (``RelayIntake``).
+        case relayIntake = "relay_intake"
+        /// The relay pool's event stream.
+        case relayEvents = "relay_events"
+        /// Events waiting in the relay pool to be published.
+        case relayPublish = "relay_publish"
+    }
+
+    /// The `store` label of ``BridgeMetric/storeFailures``.
+    public enum Store: String, CounterKey, CaseIterable {
+        case recentEvents = "recent_events"
+        case pendingUplinks = "pending_uplinks"
+        case moderationLog = "moderation_log"
+        case identities
+        case blockList = "block_list"
+        case syncPackets = "sync_packets"
+    }
+
+    /// The `reason` label of ``BridgeMetric/meshNodeDropped`` (the mesh node's ``MeshNode/Counters``).
+    public enum MeshNodeDrop: String, CounterKey, CaseIterable {
+        case actions, transmits, inputs
+        case flushTimeout = "flush_timeout"
+    }
 
     public struct HiddenKey: Hashable, Sendable {
         public var direction: String
@@ -63,63 +298,154 @@ public struct BridgeMetrics: Sendable, Equatable {
 
     public init() {}
 
+    /// Events received from every relay (EVENT frames that parsed).
+    public var eventsReceived: Int { relays.values.reduce(0) { $0 + $1.eventsReceived } }
+
+    /// Fills the bridge-side figures from the coordinator's snapshot.
+    public mutating func add(_ bridge: BridgeCoordinator.Snapshot) {
+        let c = bridge.router
+        for direction in BridgeRouter.Direction.allCases { forwarded[direction.rawValue] = c.forwarded(direction) }
+        for (key, count) in c.hidden.counts {
+            hidden[HiddenKey(direction: key.direction.rawValue, rule: key.rule.label), default: 0] += count
+        }
+        eventsDropped = c.relayDrops.byLabel
+        deposits = c.depositsAccepted
+        depositsDropped = c.depositDrops.byLabel
+        carriersDropped = c.carrierDrops.byLabel
+        presenceSent = c.presenceSent.byLabel
+        queueDepths[.downlink] = bridge.pendingDownlinks
+        queueDepths[.uplink] = bridge.queuedUplinks
+        queueDrops[.downlink] = c.downlinkQueueDrops.total
+        queueDrops[.uplink] = c.depositDrops[.queueFull]
+        queueDrops[.meshOutbox] = bridge.coordinator.meshOutboxDrops
+        if let stored = bridge.storedUplinks { queueDepths[.uplinkStore] = stored }
+        if let store = bridge.uplinkStore { queueDrops[.uplinkStore] = store.dropped + store.expired }
+        meshPeers = bridge.meshPeers
+        strangerCacheEntries = bridge.strangerCacheEntries ?? 0
+        strangerCacheEvictions = bridge.identities.evictedByCap + bridge.identities.forgottenByAge
+        pinRefusals = bridge.identities.rejectedPinMismatches
+        blockedKeys = bridge.blockedKeys
+        moderationLogRecords = bridge.moderationRecords ?? 0
+        let failures = bridge.coordinator
+        storeFailures = [
+            .recentEvents: failures.failedPersists, .pendingUplinks: failures.failedUplinkWrites,
+            .moderationLog: failures.failedModerationWrites, .identities: failures.failedSightingWrites,
+            .blockList: failures.failedBlockListReads, .syncPackets: bridge.syncWriteFailures,
+        ]
+        syncRequests = bridge.sync.refused.byLabel
+        syncRequests["answered"] = bridge.sync.answered
+        syncReplies = bridge.sync.replies.byLabel
+        syncReplyBytes = bridge.sync.replyBytes
+        boardPackets = bridge.boardPackets.byLabel
+        fleetLists = bridge.fleetLists.byLabel
+        boardNostr = bridge.boardNostr.byLabel
+    }
+
     public func snapshot() -> MetricsSnapshot {
         typealias Label = MetricsSnapshot.Label
         var s = MetricsSnapshot()
-        s.declare("bridge_relay_up", "1 while the relay connection is open, else 0.", kind: .gauge)
-        for relay in relayStates.keys.sorted() {
-            s.gauge("bridge_relay_up", "", labels: [Label("relay", relay)], relayStates[relay] == "open" ? 1 : 0)
+        for metric in BridgeMetric.allCases { s.declare(metric.rawValue, metric.help, kind: metric.kind) }
+        func add(_ metric: BridgeMetric, _ value: Int) { add(metric, [], Double(value)) }
+        func add(_ metric: BridgeMetric, _ labelValues: [String], _ value: Double) {
+            precondition(labelValues.count == metric.labels.count, "\(metric.rawValue): labels \(metric.labels)")
+            s.add(metric.rawValue, help: metric.help, kind: metric.kind,
+                  labels: zip(metric.labels, labelValues).map { Label($0, $1) }, value: value)
         }
-        s.declare("bridge_relay_state", "Current state of each relay connection (1 = in this state).", kind: .gauge)
-        for relay in relayStates.keys.sorted() {
-            let current = relayStates[relay] ?? ""
+        /// One series per key, sorted by label, each under the fixed leading label values `prefix`.
+        func addEach(_ metric: BridgeMetric, _ values: [String: Int], under prefix: [String] = []) {
+            for (label, count) in values.sorted(by: { $0.key < $1.key }) { add(metric, prefix + [label], Double(count)) }
+        }
+        func addEach<K: CounterKey>(_ metric: BridgeMetric, _ values: [K: Int]) {
+            addEach(metric, Dictionary(uniqueKeysWithValues: values.map { ($0.key.label, $0.value) }))
+        }
+        func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = [], labels: (K) -> [String]) {
+            for (key, count) in tally.sortedByLabel { add(metric, prefix + labels(key), Double(count)) }
+        }
+        func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = []) {
+            addTally(metric, tally, under: prefix) { [$0.label] }
+        }
+
+        let urls = relays.keys.sorted()
+        for url in urls { add(.relayUp, [url], relays[url]?.state == "open" ? 1 : 0) }
+        for url in urls { add(.relayAnswering, [url], relays[url]?.answering == true ? 1 : 0) }
+        for url in urls {
+            let current = relays[url]?.state ?? ""
             var names = Self.relayStateNames
             if !names.contains(current) { names.append(current) }
-            for state in names {
-                s.gauge("bridge_relay_state", "", labels: [Label("relay", relay), Label("state", state)],
-                        state == current ? 1 : 0)
+            for state in names { add(.relayState, [url, state], state == current ? 1 : 0) }
+        }
+        for url in urls { add(.relayReconnects, [url], Double(relays[url]?.reconnects ?? 0)) }
+        for url in urls { add(.relayFramesReceived, [url], Double(relays[url]?.framesReceived ?? 0)) }
+        for url in urls { add(.relayEventsDelivered, [url], Double(relays[url]?.delivered ?? 0)) }
+        for url in urls { add(.relayDuplicates, [url], Double(relays[url]?.duplicates ?? 0)) }
+        for url in urls { addEach(.relayDropped, relays[url]?.drops ?? [:], under: [url]) }
+        for url in urls { addEach(.relayConnectFailures, relays[url]?.failures ?? [:], under: [url]) }
+        for url in urls { addEach(.relayConnectionsLost, relays[url]?.losses ?? [:], under: [url]) }
+        for url in urls {
+            addEach(.relayRejections, relays[url]?.okRejected ?? [:], under: [url, "ok"])
+            addEach(.relayRejections, relays[url]?.closed ?? [:], under: [url, "closed"])
+        }
+
+        add(.eventsReceived, eventsReceived)
+        add(.eventsVerified, eventsVerified)
+        addEach(.eventsRejected, eventsRejected)
+        addEach(.eventsDropped, eventsDropped)
+        addEach(.forwarded, forwarded)
+        for (key, count) in hidden.sorted(by: { ($0.key.direction, $0.key.rule) < ($1.key.direction, $1.key.rule) }) {
+            add(.hidden, [key.direction, key.rule], Double(count))
+        }
+        add(.deposits, deposits)
+        addEach(.depositsDropped, depositsDropped)
+        addEach(.carriersDropped, carriersDropped)
+        addEach(.presenceSent, presenceSent)
+        addEach(.queueDepth, queueDepths)
+        addEach(.queueDropped, queueDrops)
+
+        if let transport = meshTransport {
+            add(.meshUp, transport.isUp ? 1 : 0)
+            add(.meshLinks, transport.linksUp)
+            let t = transport.counters
+            add(.meshFramesReceived, t.framesIn)
+            addTally(.meshTransportDropped, t.inboundDrops, under: ["in"])
+            addTally(.meshTransportDropped, t.outboundDrops, under: ["out"])
+            for (link, counters) in t.links.sorted(by: { $0.key < $1.key }) {
+                addTally(.meshLinkDropped, counters.inboundDrops, under: [link.description, "in"])
+                addTally(.meshLinkDropped, counters.outboundDrops, under: [link.description, "out"])
             }
+            add(.meshReconnects, t.reconnects)
         }
-        s.declare("bridge_relay_reconnects_total", "Reconnections per relay since start.", kind: .counter)
-        for (relay, count) in relayReconnects.sorted(by: { $0.key < $1.key }) {
-            s.counter("bridge_relay_reconnects_total", "", labels: [Label("relay", relay)], Double(count))
-        }
-        s.counter("bridge_events_received_total", "Nostr events received from relays (before checks).", Double(eventsReceived))
-        s.counter("bridge_events_verified_total", "Nostr events whose id and signature verified.", Double(eventsVerified))
-        s.declare("bridge_events_rejected_total", "Nostr events rejected, by reason.", kind: .counter)
-        for (reason, count) in eventsRejected.sorted(by: { $0.key < $1.key }) {
-            s.counter("bridge_events_rejected_total", "", labels: [Label("reason", reason)], Double(count))
-        }
-        s.declare("bridge_forwarded_total", "Messages carried across, by direction.", kind: .counter)
-        for (direction, count) in forwarded.sorted(by: { $0.key < $1.key }) {
-            s.counter("bridge_forwarded_total", "", labels: [Label("direction", direction)], Double(count))
-        }
-        s.declare("bridge_hidden_total", "Messages hidden by the spam filter, by direction and rule.", kind: .counter)
-        let hiddenSorted = hidden.sorted { ($0.key.direction, $0.key.rule) < ($1.key.direction, $1.key.rule) }
-        for (key, count) in hiddenSorted {
-            s.counter("bridge_hidden_total", "", labels: [Label("direction", key.direction), Label("rule", key.rule)],
-                      Double(count))
-        }
-        s.counter("bridge_deposits_total", "Deposits from mesh-only phones published to relays.", Double(deposits))
-        s.declare("bridge_queue_depth", "Items waiting in each queue.", kind: .gauge)
-        for (queue, depth) in queueDepths.sorted(by: { $0.key < $1.key }) {
-            s.gauge("bridge_queue_depth", "", labels: [Label("queue", queue)], Double(depth))
-        }
-        s.declare("bridge_queue_dropped_total", "Items dropped because a queue was full, by queue.", kind: .counter)
-        for (queue, drops) in queueDrops.sorted(by: { $0.key < $1.key }) {
-            s.counter("bridge_queue_dropped_total", "", labels: [Label("queue", queue)], Double(drops))
-        }
-        s.gauge("bridge_mesh_peers", "Mesh peers currently known (announced, not expired).", Double(meshPeers))
-        s.gauge("bridge_mesh_links", "Direct BLE links currently open.", Double(meshLinks))
-        s.declare("bridge_mesh_relay_gate_total", "Public mesh messages held for the verdict, by what became of them.", kind: .counter)
-        for (outcome, count) in meshRelayGate.sorted(by: { $0.key < $1.key }) {
-            s.counter("bridge_mesh_relay_gate_total", "", labels: [Label("outcome", outcome)], Double(count))
-        }
-        s.gauge("bridge_stranger_cache_entries", "Identities held in the bounded stranger cache.", Double(strangerCacheEntries))
-        s.counter("bridge_stranger_cache_evictions_total", "Identities evicted from the stranger cache.",
-                  Double(strangerCacheEvictions))
-        s.gauge("bridge_moderation_log_records", "Records in the moderation log.", Double(moderationLogRecords))
-        s.gauge("bridge_uptime_seconds", "Seconds since the bridge started.", uptimeSeconds)
+        add(.meshPeers, meshPeers)
+        addTally(.meshPeerEvents, mesh.peers)
+        addTally(.meshPins, mesh.pins)
+        addTally(.meshPacketsReceived, mesh.received)
+        addTally(.meshPacketsOriginated, mesh.originated)
+        addTally(.meshIngressDropped, mesh.ingress)
+        addTally(.meshDecodeRejected, mesh.decode) { [$0.stage.rawValue, $0.reason.name] }
+        addTally(.meshVerificationFailed, mesh.verification)
+        addTally(.meshFragments, mesh.fragment)
+        addTally(.meshCarriersRejected, mesh.carrier)
+        addTally(.meshDedup, mesh.dedup) { [$0.kind.rawValue, $0.pool.rawValue] }
+        addTally(.meshRelayed, mesh.relay)
+        addTally(.meshRelayGate, mesh.relayGate)
+        addTally(.meshTransmit, mesh.transmit)
+        addEach(.meshNodeDropped, [
+            MeshNodeDrop.actions: meshNode.droppedActions, .transmits: meshNode.droppedTransmits, .inputs: meshNode.droppedInputs,
+            .flushTimeout: meshNode.abandonedAtFlush,
+        ])
+
+        add(.strangerCacheEntries, strangerCacheEntries)
+        add(.strangerCacheEvictions, strangerCacheEvictions)
+        add(.pinRefusals, pinRefusals)
+        add(.blockedKeys, blockedKeys)
+        add(.moderationLogRecords, moderationLogRecords)
+        addEach(.storeFailures, storeFailures)
+        addEach(.syncRequests, syncRequests)
+        addEach(.syncReplies, syncReplies)
+        add(.syncReplyBytes, syncReplyBytes)
+        addEach(.boardPackets, boardPackets)
+        addEach(.fleetLists, fleetLists)
+        addEach(.boardNostr, boardNostr)
+        add(.uptime, [], uptimeSeconds)
         return s
     }
 }

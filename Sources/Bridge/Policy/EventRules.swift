@@ -102,8 +102,13 @@ public enum EventRules {
 
     /// The nickname phones show for a bridged author: `<n or anon>#<last 4 hex of pubkey>`.
     public static func displayName(_ event: NostrEvent) -> String {
+        (nickname(event) ?? "anon") + "#" + String(event.pubkey.hex.suffix(4))
+    }
+
+    /// The event's `n` tag, trimmed; nil when missing or empty.
+    public static func nickname(_ event: NostrEvent) -> String? {
         let nickname = event.firstTag("n").flatMap { $0.count >= 2 ? $0[1] : nil }?.trimmingSpaces ?? ""
-        return (nickname.isEmpty ? "anon" : nickname) + "#" + String(event.pubkey.hex.suffix(4))
+        return nickname.isEmpty ? nil : nickname
     }
 
     private static func isHexDigit(_ c: UInt8) -> Bool {

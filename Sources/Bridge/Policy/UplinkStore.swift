@@ -40,6 +40,8 @@ public final class UplinkStore {
         public var expired = 0
         /// Rows whose JSON no longer parses or verifies (damaged file): deleted, never sent.
         public var unreadable = 0
+
+        public init() {}
     }
 
     static let component = "pending_uplinks"

@@ -9,7 +9,10 @@ Checks: start-up errors (no BlueZ, unknown adapter, permission denied: one line,
 advertisement properties); the peripheral role (StartNotify, WriteValue with device/mtu options ->
 signed announce + message notified within the MTU; the bridge prints the fake central's message); the
 central role (discovery of a fake bitchat device -> Connect, StartNotify, WriteValue "command" announce;
-notified frames reach the bridge); at SIGTERM the application and advertisement are unregistered. Prints CHECK lines and FAKE-BLUEZ PASS; exit 0 only if all passed.
+notified frames reach the bridge); the adapter powered off reports the transport down and, powered on again,
+registered again and up; at SIGTERM the application and advertisement are unregistered; `run` on BlueZ:
+/healthz 503 within 5 s of the adapter powering off or bluetoothd going away, 200 when it is back. Prints CHECK lines
+and FAKE-BLUEZ PASS; exit 0 only if all passed.
 """
 import asyncio
 import json
@@ -49,10 +52,11 @@ class Bridge:
         for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             threading.Thread(target=lambda s=stream, k=sink: [k.append(line) for line in s], daemon=True).start()
 
-    def wait_for(self, pred, timeout, sink=None):
+    def wait_for(self, pred, timeout, sink=None, after=0):
+        """True once a line (from index `after` on) satisfies `pred`."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if any(pred(line) for line in list(sink if sink is not None else self.out)):
+            if any(pred(line) for line in list(sink if sink is not None else self.out)[after:]):
                 return True
             time.sleep(0.05)
         return False
@@ -205,6 +209,121 @@ def central_role(bridge, bus, mock):
     check(bridge.wait_for(lambda line: '"link down"' in line and '"central"' in line, 5, bridge.err), "Connected=false takes the link down")
 
 
+def transport_line(up, needle=""):
+    def pred(line):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return False
+        return ev.get("event") == "transport" and ev.get("up") is up and needle in ev.get("detail", "")
+    return pred
+
+
+def power_cycle(bridge, adapter):
+    """Issue 15: the transport reports its own state. Powered off: down (and nothing of ours is left to
+    use); powered on: registered again, up."""
+    mock = dbus.Interface(adapter, MOCK)
+    registrations = len(mock.GetMethodCalls("RegisterApplication"))
+    # Only lines printed after each change count (earlier "up" lines report link changes).
+    seen = len(bridge.out)
+    mock.UpdateProperties("org.bluez.Adapter1", {"Powered": dbus.Boolean(False)})
+    check(bridge.wait_for(transport_line(False, "powered off"), 5, after=seen), "adapter powered off: the transport reports down within 5 s")
+    seen = len(bridge.out)
+    mock.UpdateProperties("org.bluez.Adapter1", {"Powered": dbus.Boolean(True)})
+    check(bridge.wait_for(transport_line(True, "BlueZ ready"), 10, after=seen), "adapter powered on: the transport reports up again")
+    check(len(mock.GetMethodCalls("RegisterApplication")) > registrations, "the application was registered again")
+
+
+def healthz(port):
+    """(status, body) of the bridge's /healthz (503 bodies too); (0, error) while nothing listens."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def wait_health(port, status, timeout):
+    end = time.monotonic() + timeout
+    last = (0, "")
+    while time.monotonic() < end:
+        last = healthz(port)
+        if last[0] == status:
+            return True, last[1]
+        time.sleep(0.1)
+    return False, last[1]
+
+
+def start_fake_bluez():
+    """bluez5 template with adapter hci0 and our GATT/advertising methods; returns (process, adapter)."""
+    proc, mock = DBusTestCase.spawn_server_template("bluez5", {}, stdout=subprocess.DEVNULL)
+    bus = DBusTestCase.get_dbus(system_bus=True)
+    mock.AddAdapter("hci0", "bridge-test", dbus_interface="org.bluez.Mock")
+    adapter = bus.get_object("org.bluez", "/org/bluez/hci0")
+    dbus.Interface(adapter, MOCK).AddMethod("org.bluez.GattManager1", "RegisterApplication", "oa{sv}", "", "")
+    dbus.Interface(adapter, MOCK).AddMethod("org.bluez.GattManager1", "UnregisterApplication", "o", "", "")
+    return proc, adapter
+
+
+def stop_process(proc):
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_health_cycle(adapter, restart_bluez):
+    """Issue 15: `bitchat-bridge run` on BlueZ: /healthz follows the transport's own state — 503 within 5 s
+    of the adapter powering off (our application is gone with it), naming the mesh; 200 once it is powered
+    and registered again. The relay is unreachable on purpose: inside the 30 s startup grace (no relay has
+    answered yet) the relay check passes, so only the mesh decides."""
+    import socket
+    import tempfile
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tempfile.mkdtemp(prefix="fake-bluez-run-")
+    env = dict(os.environ, BRIDGE_GEOHASH="u4pruy", BRIDGE_DATA_DIR=data, BRIDGE_RELAYS="ws://127.0.0.1:9",
+               BRIDGE_RELAY_DIRECTORY="off", BRIDGE_MESH="bluez:hci0", BRIDGE_HTTP_LISTEN=f"127.0.0.1:{port}")
+    proc = subprocess.Popen([BIN, "run"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    err = []
+    threading.Thread(target=lambda: [err.append(line) for line in proc.stderr], daemon=True).start()
+    mock = dbus.Interface(adapter, MOCK)
+    try:
+        ok, body = wait_health(port, 200, 15)
+        check(ok, f"run on BlueZ: /healthz 200 once registered ({body.strip()})")
+        mock.UpdateProperties("org.bluez.Adapter1", {"Powered": dbus.Boolean(False)})
+        t = time.monotonic()
+        ok, body = wait_health(port, 503, 5)
+        check(ok and "mesh: down" in body and "powered off" in body,
+              f"run on BlueZ: adapter off -> /healthz 503 naming the mesh within 5 s ({time.monotonic() - t:.2f} s: {body.strip()})")
+        mock.UpdateProperties("org.bluez.Adapter1", {"Powered": dbus.Boolean(True)})
+        ok, body = wait_health(port, 200, 10)
+        check(ok, f"run on BlueZ: adapter on -> /healthz 200 again ({body.strip()})")
+        # bluetoothd goes away (our application with it) and comes back empty: 503, then registered again, 200.
+        t = time.monotonic()
+        restart_bluez(lambda: check(wait_health(port, 503, 5)[0],
+                                    f"run on BlueZ: bluetoothd gone -> /healthz 503 within 5 s ({time.monotonic() - t:.2f} s)"))
+        ok, body = wait_health(port, 200, 15)
+        check(ok, f"run on BlueZ: bluetoothd back -> registered again, /healthz 200 ({body.strip()})")
+    finally:
+        proc.terminate()
+        try:
+            rc = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = -9
+        if rc != 0:
+            print("".join(err[-20:]))
+    check(rc == 0, "run on BlueZ: SIGTERM stops it cleanly")
+
+
 def main():
     signal.alarm(100)  # the whole run is bounded even if a child hangs
     DBusTestCase.start_system_bus()
@@ -233,6 +352,7 @@ def main():
                 check(int(active) == 1, "one advertisement registered")
                 asyncio.run(peripheral_role(bridge, addr))
                 central_role(bridge, bus, mock)
+                power_cycle(bridge, adapter)
             finally:
                 rc = bridge.stop()
                 if rc != 0:
@@ -244,6 +364,17 @@ def main():
             check(int(active) == 0, "at stop: the advertisement is unregistered")
             check(bridge.wait_for(lambda line: '"unregistered from BlueZ"' in line, 3, bridge.err),
                   "the bridge logged its unregistration")
+            current = [proc]
+
+            def restart_bluez(while_gone):
+                stop_process(current[0])
+                while_gone()
+                current[0], _ = start_fake_bluez()
+
+            try:
+                run_health_cycle(adapter, restart_bluez)
+            finally:
+                proc = current[0]
         finally:
             proc.terminate()
             try:

@@ -1,0 +1,167 @@
+import BitchatWire
+import BotCrypto
+import BotSupport
+import Geohash
+import IdentityCache
+import Mesh
+public import Nostr
+import SpamFilter
+
+/// The router's relay side: channel and rendezvous events from the relays turned into downlinks, the
+/// operator's release of a hidden channel message, and relay connectivity (queued deposits flushed on
+/// connect, drained at stop).
+extension BridgeRouter {
+    // MARK: Relay side
+
+    /// An event from the relay subscriptions (already verified by the pool: structure, budget, signature).
+    /// `protected`: the author is on the operator's allow or verify list, so its downlinks are scheduled
+    /// as an established sender's (``AirtimeScheduler``).
+    public mutating func relayEvent(_ event: NostrEvent, now: Double, random unit: Double, protected: Bool = false) -> [Action] {
+        if loop.isOwnKey(event.pubkey) {
+            counters.relayDrops.add(.ownKey)
+            return []
+        }
+        let nowSeconds = Int64(now)
+        if let g = event.firstTag("g"), g.count >= 2, served.contains(g[1]) {
+            let level = g[1]
+            do {
+                try EventRules.checkChannelMessage(event, channel: level, now: nowSeconds)
+            } catch {
+                counters.relayDrops.add(.rule(error))
+                return []
+            }
+            guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: nil) else {
+                counters.relayDrops.add(.loop)
+                return []
+            }
+            var actions: [Action] = []
+            guard judgeEvent(event, direction: .nostrToMesh, now: now, into: &actions) else { return actions }
+            enqueueChannelDownlink(event, level: level, now: now, unit: unit, protected: protected)
+            return actions
+        }
+        guard !ring.isEmpty, event.firstTag("r") != nil else {
+            counters.relayDrops.add(.unscoped)
+            return []
+        }
+        let classified: (cell: String, kind: EventRules.RendezvousKind)
+        do {
+            classified = try EventRules.classifyRendezvous(event, ring: ring, now: nowSeconds)
+        } catch {
+            counters.relayDrops.add(.rule(error))
+            return []
+        }
+        guard inboundLimiter.admit(now: now) else {
+            counters.relayDrops.add(.inboundRate)
+            return []
+        }
+        guard signerLimiter.admit(event.pubkey, now: now) else {
+            counters.relayDrops.add(.signerRate)
+            return []
+        }
+        guard classified.kind == .message else {
+            counters.relayPresence += 1
+            return []
+        }
+        let stableID = EventRules.radioHint(event).map {
+            MeshMessageIdentity.stableID(senderHex: $0.senderHex, timestampMs: $0.timestampMs, content: event.content)
+        }
+        guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: stableID) else {
+            counters.relayDrops.add(.loop)
+            return []
+        }
+        var actions: [Action] = []
+        guard judgeEvent(event, direction: .nostrToMesh, now: now, into: &actions) else { return actions }
+        let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: event.jsonBytes)
+        let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: stableID)
+        enqueueDownlink(
+            pending, key: DownlinkKey(event: event.id, text: false), lane: .bridge, airtime: payload.eventJSON.count, now: now,
+            unit: unit, protected: protected, laneLimit: settings.limits.bridgeDownlinksPerMinute)
+        counters.relayAccepted.add(.rendezvous)
+        return actions
+    }
+
+    /// A channel message past every check: queued for the mesh on its own level (a carrier), and for the
+    /// text mirror when on.
+    private mutating func enqueueChannelDownlink(_ event: NostrEvent, level: String, now: Double, unit: Double, protected: Bool) {
+        let payload = NostrCarrierPayload(direction: .fromGateway, geohash: level, eventJSON: event.jsonBytes)
+        let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
+        enqueueDownlink(
+            pending, key: DownlinkKey(event: event.id, text: false), lane: .gateway(level), airtime: payload.eventJSON.count,
+            now: now, unit: unit, protected: protected)
+        // The mirror speaks the configured channel only: its lines go into the mesh's one public timeline,
+        // where lines of every level would be mixed.
+        if settings.mirrorDownlink, level == settings.channel?.string {
+            let text = PendingDownlink(
+                downlink: .text(event.content, author: event.pubkey.bytes, name: EventRules.nickname(event)),
+                signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
+            enqueueDownlink(
+                text, key: DownlinkKey(event: event.id, text: true), lane: .mirror, airtime: event.content.utf8.count,
+                now: now, unit: unit, protected: protected)
+        }
+        counters.relayAccepted.add(.channel)
+    }
+
+    /// Why a hidden message cannot be released.
+    public enum ReleaseRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Outside the ±900 s freshness window phones accept (NOSTR-GEO; `EventRules.checkFreshness`), or another rule.
+        case rule(EventRules.Rejection, ageSeconds: Int64)
+        /// Already carried (or published, or learned from the mesh): the loop rules never carry it twice.
+        case alreadyCarried
+        /// Not a message of the channel this bridge serves (the rendezvous path has no release).
+        case notChannel
+
+        public var description: String {
+            switch self {
+            case .rule(let rejection, let age):
+                rejection == .stale || rejection == .future
+                    ? "outside the ±900 s freshness window (created \(age) s \(age >= 0 ? "ago" : "ahead")): phones would drop it"
+                    : "it no longer passes the channel rules (\(rejection.rawValue))"
+            case .alreadyCarried: "already carried: the loop rules never carry a message twice"
+            case .notChannel: "not a message of this bridge's channel"
+            }
+        }
+    }
+
+    /// The operator releases a message the judge hid: it goes through the normal path — the channel rules (the
+    /// ±900 s window included), the loop rules, the downlink budget and hold — with the judge alone skipped.
+    public mutating func release(_ event: NostrEvent, now: Double, random unit: Double) -> Result<Void, ReleaseRefusal> {
+        guard let channel = settings.channel, let g = event.firstTag("g"), g.count >= 2, g[1] == channel.string else {
+            return .failure(.notChannel)
+        }
+        do {
+            try EventRules.checkChannelMessage(event, channel: channel.string, now: Int64(now))
+        } catch {
+            return .failure(.rule(error, ageSeconds: Int64(now) - event.createdAt))
+        }
+        guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: nil) else { return .failure(.alreadyCarried) }
+        enqueueChannelDownlink(event, level: channel.string, now: now, unit: unit, protected: false)
+        counters.released += 1
+        return .success(())
+    }
+
+    /// Relay connectivity changed. Coming up flushes queued deposits and (rendezvous role) sends presence.
+    public mutating func relaysConnected(_ up: Bool, now: Double) -> [Action] {
+        let wasUp = relaysUp
+        relaysUp = up
+        guard up, !wasUp else { return [] }
+        var actions: [Action] = []
+        for event in uplinks.drain() where loop.mayPublish(event.id, signer: event.pubkey) {
+            actions += publishActions(event)
+        }
+        actions += presence(now: now, force: true)
+        actions += channelPresence(now: now, force: true)
+        return actions
+    }
+
+    /// Graceful stop: the deposits held while no relay is connected, oldest first (the queue is empty
+    /// afterwards), for the caller to write to the ``UplinkStore``; each is recorded as published, as a
+    /// flush on reconnect would.
+    public mutating func drainQueuedUplinks() -> [NostrEvent] {
+        var drained: [NostrEvent] = []
+        for event in uplinks.drain() where loop.mayPublish(event.id, signer: event.pubkey) {
+            loop.recordPublished(event.id)
+            drained.append(event)
+        }
+        return drained
+    }
+}

@@ -1,0 +1,143 @@
+public import BotSupport
+public import IdentityCache
+public import ModerationLog
+public import SpamFilter
+
+/// Why a message was hidden (a metric label and the `hidden.rule` of the log line).
+public enum HideRule: CounterKey, Comparable, CaseIterable {
+    /// The operator blocked the sender (policy file, `identities block`, later the console).
+    case blocked
+    /// The operator's keyword/regex denylist (``Denylist``) matched the text.
+    case denylist
+    case spam(SpamRule)
+
+    public var label: String {
+        switch self {
+        case .blocked: "blocked"
+        case .denylist: "denylist"
+        case .spam(let rule): rule.rawValue
+        }
+    }
+
+    public static func < (a: HideRule, b: HideRule) -> Bool { a.label < b.label }
+
+    /// Every rule: the operator's two, then the spam filter's from its own enumeration.
+    public static var allCases: [HideRule] { [.blocked, .denylist] + SpamRule.allCases.map(HideRule.spam) }
+
+    /// Whether a hide by this rule is a row of the moderation log: spam verdicts only (``HiddenReport/record``).
+    public var isLogged: Bool {
+        switch self {
+        case .blocked, .denylist: false
+        case .spam: true
+        }
+    }
+}
+
+/// What the judge says about one candidate.
+public enum Verdict: Sendable, Equatable {
+    case pass
+    case hide(HideRule)
+}
+
+/// A hidden message (or, in shadow mode, one that would have been hidden) for the shell to report: the log
+/// line always, the moderation-log row when ``record`` is set. Produced by ``BridgeJudge`` inside the pure
+/// router and carried out of it as ``BridgeRouter/Action/recordHidden(_:)``.
+public struct HiddenReport: Sendable, Equatable {
+    public let candidate: BridgeRouter.Candidate
+    public let rule: HideRule
+    /// True in shadow mode: the message was forwarded anyway.
+    public let shadow: Bool
+    /// The moderation-log record: spam verdicts only. Block-list hides are not spam verdicts; they are
+    /// reported on the log stream (`hidden`, rule `blocked`), not in the moderation log table, whose rules
+    /// are the filter's six.
+    public let record: ModerationRecord?
+}
+
+/// The bridge's judgement as a pure value (PRODUCT §3), asked by ``BridgeRouter`` after the structural and
+/// signature checks and before the budgets: the operator's block list, then the spam filter. It reads no
+/// storage and writes none: the block list reaches it as data (``setBlocked(_:)``, loaded by the shell from
+/// the policy file and the identity rows), and what it hid leaves as a ``HiddenReport`` for the shell to
+/// store — so hiding never depends on a write succeeding (a full disk still hides).
+public struct BridgeJudge: Sendable {
+    public struct Settings: Sendable, Equatable {
+        /// The moderation-log channel field: the geohash the bridge serves.
+        public var channel: String
+        /// Keep the text in moderation records and log lines (`modlog.log_text`).
+        public var logText: Bool
+
+        public init(channel: String, logText: Bool = true) {
+            self.channel = channel
+            self.logText = logText
+        }
+    }
+
+    public let settings: Settings
+    public private(set) var policy: AdmissionPolicy
+    /// Identity keys never bridged.
+    public private(set) var blocked: Set<IdentityKey>
+    /// Texts never bridged (keywords, patterns), set by the console.
+    public private(set) var denylist = Denylist.empty
+
+    public init(settings: Settings, policy: AdmissionPolicy, blocked: Set<IdentityKey> = []) {
+        self.settings = settings
+        self.policy = policy
+        self.blocked = blocked
+    }
+
+    /// A judge that passes everything (the spam filter off, nobody blocked): for routers whose tests are
+    /// about routing, not judgement.
+    public static var passAll: BridgeJudge {
+        var config = SpamFilterConfig()
+        config.enabled = false
+        return BridgeJudge(settings: .init(channel: ""), policy: AdmissionPolicy(config: config))
+    }
+
+    /// Replaces the block list (start, SIGHUP, an `identities block` seen in the database).
+    public mutating func setBlocked(_ keys: Set<IdentityKey>) { blocked = keys }
+
+    public mutating func setShadowMode(_ on: Bool) { policy.setShadowMode(on) }
+
+    /// New spam limits (the console's settings), at once: a fresh filter with `config`, keeping the exempt keys
+    /// and the shadow mode in force (shadow mode is its own setting). Every sender starts again with a full
+    /// budget and the stored texts are forgotten, as when the filter is switched on — the buckets and the
+    /// similarity store are sized by the limits, so none of their state carries over honestly.
+    public mutating func setSpamConfig(_ config: SpamFilterConfig) {
+        var config = config
+        config.shadowMode = policy.isShadowMode
+        policy = AdmissionPolicy(config: config, exemptSenders: policy.exemptSenders)
+    }
+
+    public mutating func setDenylist(_ list: Denylist) { denylist = list }
+
+    public func isBlocked(_ key: IdentityKey?) -> Bool { key.map(blocked.contains) ?? false }
+
+    /// Judges `candidate` at `now` (Unix seconds): blocked senders, then denylisted texts, are hidden without
+    /// spending the filter's budgets; everything else goes through the spam filter. A fresh hidden or would-hide verdict comes with
+    /// its report; a verdict answered from the filter's message-id cache (a second relay's copy) does not.
+    public mutating func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> (verdict: Verdict, report: HiddenReport?) {
+        if isBlocked(candidate.identity) {
+            return (.hide(.blocked), HiddenReport(candidate: candidate, rule: .blocked, shadow: false, record: nil))
+        }
+        // The denylist is the operator's word, like the block list: it hides whatever the filter's shadow mode.
+        if denylist.match(candidate.text) != nil {
+            return (.hide(.denylist), HiddenReport(candidate: candidate, rule: .denylist, shadow: false, record: nil))
+        }
+        let direction: SpamDirection = candidate.direction == .meshToNostr ? .meshToNostr : .nostrToMesh
+        let spamCandidate = SpamCandidate(
+            senderKey: candidate.senderKey, messageID: candidate.messageID, timestamp: candidate.timestamp,
+            content: .text(candidate.text), direction: direction)
+        let verdict = policy.judge(spamCandidate, now: now)
+        var report: HiddenReport?
+        if verdict.isLogged, !verdict.fromCache, let rule = verdict.rule {
+            let record = ModerationRecord(
+                candidate: spamCandidate, verdict: verdict, channel: settings.channel, displayName: candidate.displayName,
+                judgedAt: now, logText: settings.logText)
+            report = HiddenReport(candidate: candidate, rule: .spam(rule), shadow: record?.shadow ?? policy.isShadowMode, record: record)
+        }
+        guard verdict.isHidden, let rule = verdict.rule else { return (.pass, report) }
+        return (.hide(.spam(rule)), report)
+    }
+
+    /// Spam filter statistics for metrics.
+    public var spamStats: AdmissionPolicy.Stats { policy.currentStats }
+}

@@ -1,0 +1,78 @@
+import BotSupport
+import Bridge
+import Console
+import Mesh
+import Nostr
+import NostrRelay
+
+extension BridgeRuntime {
+    /// Publishes metrics (and the coordinator's heartbeat, see ``StatusBoard``) for the loopback listener
+    /// every ``Limits/statusInterval`` until cancelled. Health is evaluated per request (``healthInputs``).
+    func publishStatus() async {
+        while !Task.isCancelled {
+            var metrics = BridgeMetrics()
+            metrics.add(await coordinator.snapshot())
+            Self.addRelays(pool.snapshot(), to: &metrics)
+            metrics.queueDrops[.relayIntake] = intake.dropped
+            metrics.queueDrops[.relayEvents] = pool.droppedEvents
+            metrics.mesh = await node.counters
+            metrics.meshNode = await node.driverCounters
+            metrics.meshTransport = transport.status
+            metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
+            status.publish(metrics: metrics.snapshot())
+            charts.record(metrics, at: WallClock.nowSeconds())
+            try? await Task.sleep(for: Limits.statusInterval)
+        }
+    }
+
+    /// The relay side of the metrics, from one snapshot of the pool (every relay read under one lock).
+    static func addRelays(_ snapshot: RelayPoolSnapshot, to metrics: inout BridgeMetrics) {
+        for relay in snapshot.relays {
+            let stats = relay.stats
+            var figures = BridgeMetrics.RelayFigures()
+            figures.state = relay.state.name
+            figures.answering = relay.isAnswering
+            figures.reconnects = max(0, stats.connects - 1)
+            figures.framesReceived = stats.framesReceived
+            figures.eventsReceived = stats.eventsReceived
+            figures.delivered = stats.delivered
+            figures.duplicates = stats.duplicates
+            figures.drops = stats.drops.byLabel
+            figures.failures = stats.failures.byLabel
+            figures.losses = stats.losses.byLabel
+            figures.okRejected = stats.okRejected.byLabel
+            figures.closed = stats.closed.byLabel
+            metrics.relays[relay.url] = figures
+        }
+        metrics.queueDepths[.relayPublish] = snapshot.relays.reduce(0) { $0 + $1.queuedEvents }
+        metrics.queueDrops[.relayPublish] = snapshot.relays.reduce(0) { $0 + $1.stats.queueDropped }
+        let verifier = snapshot.verification
+        metrics.eventsVerified = verifier.verified
+        var rejected = Tally<BridgeCounters.VerificationFailure>()
+        rejected.add(.idMismatch, verifier.idMismatch)
+        rejected.add(.badSignature, verifier.badSignature)
+        rejected.add(.overBudget, verifier.overBudget)
+        rejected.add(.invalidPublicKey, verifier.invalidPublicKey)
+        rejected.add(.missingIDOrSignature, verifier.missingIDOrSignature)
+        metrics.eventsRejected = rejected.byLabel
+    }
+
+    /// The health rule's inputs from the pool's and the transport's own state: a relay counts once it has
+    /// answered recently (``RelaySnapshot/isAnswering``); every other relay is named with its state and why.
+    static func healthInputs(relays snapshot: RelayPoolSnapshot, mesh: MeshTransportStatus) -> BridgeHealth.Inputs {
+        var problems: [String] = []
+        for relay in snapshot.relays where !relay.isAnswering {
+            var line = "\(relay.url): \(relay.state.name)"
+            if relay.state.name == "open" {
+                line += relay.sinceLastAnswer.map { ", silent for \($0.components.seconds) s" } ?? ", no answer yet"
+            } else if let failure = relay.stats.lastFailure {
+                line += " (\(failure))"
+            }
+            problems.append(line)
+        }
+        return BridgeHealth.Inputs(
+            answeringRelays: snapshot.answeringCount, configuredRelays: snapshot.relays.count,
+            relaysHaveAnswered: snapshot.relays.contains { $0.stats.framesReceived + $0.stats.pongs > 0 },
+            relayProblems: problems, meshUp: mesh.isUp, meshDetail: mesh.detail)
+    }
+}

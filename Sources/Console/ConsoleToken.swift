@@ -1,0 +1,80 @@
+import BotSupport
+public import BotCrypto
+
+/// Why the console token could not be read or made.
+public enum ConsoleTokenError: Error, Equatable, Sendable, CustomStringConvertible {
+    case file(path: String, detail: String)
+    /// Others may read it: the token is a password.
+    case tooOpen(path: String, mode: UInt32)
+    /// Not 64 lowercase hex characters (edited by hand, or truncated).
+    case malformed(path: String)
+
+    public var description: String {
+        switch self {
+        case .file(let path, let detail): "console token \(path): \(detail)"
+        case .tooOpen(let path, let mode):
+            "console token \(path) has mode \(String(mode, radix: 8)); it must be 600 (chmod 600 \(path))"
+        case .malformed(let path): "console token \(path) is not 64 hex characters (delete it and run bitchat-bridge console-token)"
+        }
+    }
+}
+
+/// The console's password: 32 random bytes as hex in `<data-dir>/console-token`, mode 0600. Made by
+/// `bitchat-bridge console-token`; without it the console takes no action and `run` refuses a listener beyond
+/// loopback. Never logged, never put in a page (the browser trades it once for a session cookie).
+public enum ConsoleToken {
+    public static let fileName = "console-token"
+
+    public enum Limits {
+        /// 256 bits: guessing is hopeless even for a listener on the open internet.
+        public static let tokenBytes = 32
+    }
+
+    public static func path(dataDirectory: String) -> String { FileIO.join(dataDirectory, fileName) }
+
+    /// The token, or nil when the file does not exist.
+    public static func load(dataDirectory: String) throws(ConsoleTokenError) -> String? {
+        let path = path(dataDirectory: dataDirectory)
+        guard FileIO.exists(path) else { return nil }
+        let mode: UInt32
+        let bytes: [UInt8]
+        do {
+            mode = try FileIO.permissions(path)
+            bytes = try FileIO.read(path, maxBytes: 1024)
+        } catch {
+            throw .file(path: path, detail: "\(error)")
+        }
+        guard mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: mode) }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+        guard text.utf8.count == Limits.tokenBytes * 2, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            throw .malformed(path: path)
+        }
+        return text
+    }
+
+    /// The token, made first when absent (or replaced when `rotate`); `random` gives `count` random bytes.
+    public static func loadOrCreate(
+        dataDirectory: String, rotate: Bool = false, random: (Int) -> [UInt8] = SecureRandom.bytes
+    ) throws(ConsoleTokenError) -> (token: String, created: Bool) {
+        if !rotate, let existing = try load(dataDirectory: dataDirectory) { return (existing, false) }
+        let token = Hex.encode(random(Limits.tokenBytes))
+        let path = path(dataDirectory: dataDirectory)
+        do {
+            try FileIO.makeDirectory(dataDirectory)
+            try FileIO.writeAtomically(Array((token + "\n").utf8), to: path, mode: 0o600)
+        } catch {
+            throw .file(path: path, detail: "\(error)")
+        }
+        return (token, true)
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+}

@@ -1,0 +1,123 @@
+public import BitchatWire
+
+/// One REQUEST_SYNC to send: to `peer` (unicast, TTL 0, signed by the caller), covering `types`.
+public struct SyncRound: Sendable, Equatable {
+    public var peer: MeshPeerID
+    public var types: SyncTypes
+    public init(peer: MeshPeerID, types: SyncTypes) {
+        self.peer = peer
+        self.types = types
+    }
+}
+
+/// When the bridge asks its direct peers for what it missed, as iOS does (BOARD.md §8, §9.4 "Ours", §9.5,
+/// §13.1–2), and which RSR replies it takes. A pure scheduler: the caller passes the time, calls ``due(now:)``
+/// at or after ``nextWakeUp``, and sends the rounds it returns; every round it returns is registered for the
+/// RSR window.
+///
+/// - message round (announce + message, `03`) every 30 s to every direct peer — iOS's effective cadence;
+///   group messages are not asked for since the bridge does not keep them (it would be re-sent them every round);
+/// - board round (`00 01`) every 60 s;
+/// - 1 s after a new direct peer: the union it stores, announce + message + board (`03 01`);
+/// - an RSR frame is taken only within 30 s of a request to the link's bound peer (iOS `RequestSyncManager`;
+///   on an unbound link, to the packet's claimed sender — MESH-WIRE §7.4).
+public struct SyncRequester: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        public var messageIntervalMs: UInt64 = 30_000
+        public var boardIntervalMs: UInt64 = 60_000
+        /// iOS schedules the initial union 1 s after a new direct announce (`BLEService.swift:6543`).
+        public var initialDelayMs: UInt64 = 1_000
+        /// iOS `RequestSyncManager.responseWindow`.
+        public var replyWindowMs: UInt64 = 30_000
+        public var messageTypes: SyncTypes = .publicMessages
+        public var boardTypes: SyncTypes = .board
+        public var initialTypes: SyncTypes = [.announce, .message, .board]
+        /// Ours: direct peers tracked at most (a BLE radio has a handful; bounds the tables).
+        public var maxPeers = 64
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    private var peers: Set<MeshPeerID> = []
+    private var initialDue: [MeshPeerID: UInt64] = [:]
+    private var lastRequest: [MeshPeerID: UInt64] = [:]
+    private var nextMessageRound: UInt64
+    private var nextBoardRound: UInt64
+
+    /// `start`: ms; the first periodic rounds go out one message interval later (iOS: the first 30 s tick).
+    public init(configuration: Configuration = Configuration(), start: UInt64) {
+        self.configuration = configuration
+        nextMessageRound = start + configuration.messageIntervalMs
+        nextBoardRound = start + configuration.messageIntervalMs
+    }
+
+    public var directPeers: Set<MeshPeerID> { peers }
+
+    /// A direct peer appeared (or reconnected): its initial union is due `initialDelayMs` later.
+    public mutating func directPeerConnected(_ peer: MeshPeerID, now: UInt64) {
+        guard peers.contains(peer) || peers.count < configuration.maxPeers else { return }
+        peers.insert(peer)
+        initialDue[peer] = now + configuration.initialDelayMs
+    }
+
+    public mutating func directPeerDisconnected(_ peer: MeshPeerID) {
+        peers.remove(peer)
+        initialDue[peer] = nil
+    }
+
+    /// The earliest time ``due(now:)`` has something to return.
+    public var nextWakeUp: UInt64 {
+        var next = min(nextMessageRound, nextBoardRound)
+        if let initial = initialDue.values.min() { next = min(next, initial) }
+        return next
+    }
+
+    /// The rounds due at `now`, each registered for the RSR window. Periodic rounds with no direct peers are
+    /// skipped (not queued): iOS falls back to a broadcast there, the bridge has no one to ask.
+    public mutating func due(now: UInt64) -> [SyncRound] {
+        var rounds: [SyncRound] = []
+        for (peer, at) in initialDue.sorted(by: { $0.key < $1.key }) where at <= now {
+            initialDue[peer] = nil
+            rounds.append(SyncRound(peer: peer, types: configuration.initialTypes))
+        }
+        if now >= nextMessageRound {
+            rounds += peers.sorted().map { SyncRound(peer: $0, types: configuration.messageTypes) }
+            nextMessageRound = Self.next(after: now, from: nextMessageRound, every: configuration.messageIntervalMs)
+        }
+        if now >= nextBoardRound {
+            rounds += peers.sorted().map { SyncRound(peer: $0, types: configuration.boardTypes) }
+            nextBoardRound = Self.next(after: now, from: nextBoardRound, every: configuration.boardIntervalMs)
+        }
+        for round in rounds { lastRequest[round.peer] = now }
+        lastRequest = lastRequest.filter { $0.value > now || now - $0.value <= configuration.replyWindowMs }
+        return rounds
+    }
+
+    /// Registers a request sent outside the schedule (e.g. a targeted fragment resync).
+    public mutating func registerRequest(to peer: MeshPeerID, now: UInt64) { lastRequest[peer] = now }
+
+    /// Whether an RSR frame may be taken: a request to `linkPeer` (or, on an unbound link, to the claimed
+    /// `sender`) within the last 30 s.
+    public func acceptsReply(linkPeer: MeshPeerID?, sender: MeshPeerID, now: UInt64) -> Bool {
+        guard let at = lastRequest[linkPeer ?? sender] else { return false }
+        return now >= at && now - at <= configuration.replyWindowMs
+    }
+
+    private static func next(after now: UInt64, from scheduled: UInt64, every interval: UInt64) -> UInt64 {
+        let step = max(1, interval)
+        guard now >= scheduled else { return scheduled }
+        return scheduled + ((now - scheduled) / step + 1) * step
+    }
+
+    /// The request payload for `types` from what the bridge holds (iOS `buildGcsPayload`, BOARD.md §9.2).
+    public static func payload(
+        types: SyncTypes, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
+    ) -> RequestSyncPayload {
+        var candidates: [(id: [UInt8], timestamp: UInt64)] = []
+        for kind in SyncStoreKind.allCases where types.contains(kind.syncType) {
+            let packets = kind == .board ? board.syncCandidates(now: now) : gossip.packets(kind, now: now)
+            candidates += packets.map { ($0.id, $0.timestamp) }
+        }
+        return RequestSyncPayload.build(types: types, candidates: candidates)
+    }
+}

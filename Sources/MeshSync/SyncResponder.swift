@@ -1,0 +1,218 @@
+public import BitchatWire
+public import BotCrypto
+public import BotSupport
+
+/// One REQUEST_SYNC as it reached the engine, with what the responder must know about its link and sender.
+public struct SyncRequestInput: Sendable, Equatable {
+    public var packet: MeshPacket
+    /// The peer the ingress link is bound to (MESH-WIRE §4.7.6), nil on an unbound link.
+    public var linkPeer: MeshPeerID?
+    /// The Ed25519 key pinned for ``MeshPacket/sender`` from its verified announce, nil when none is known.
+    public var pinnedKey: Ed25519PublicKey?
+
+    public init(packet: MeshPacket, linkPeer: MeshPeerID?, pinnedKey: Ed25519PublicKey?) {
+        self.packet = packet
+        self.linkPeer = linkPeer
+        self.pinnedKey = pinnedKey
+    }
+}
+
+/// Why a request got nothing (BOARD.md §9.4: silently ignored). Every refusal is counted.
+public enum SyncRefusal: String, CounterKey, CaseIterable, Sendable {
+    /// TTL ≠ 0 (REQUEST_SYNC is link-local).
+    case ttlNotZero = "ttl_not_zero"
+    /// On a bound link, the sender is not the bound peer.
+    case senderNotLinkPeer = "sender_not_link_peer"
+    /// No signature.
+    case unsigned
+    /// No key is pinned for the sender (no verified announce).
+    case noPinnedKey = "no_pinned_key"
+    /// The signature does not verify under the pinned key.
+    case badSignature = "bad_signature"
+    /// The payload does not decode.
+    case undecodable
+    /// The requester already had 8 answered requests in the last 30 s.
+    case rateLimited = "rate_limited"
+}
+
+/// What happened to the packets an accepted request asked for.
+public enum SyncReplyOutcome: String, CounterKey, CaseIterable, Sendable {
+    /// Sent (one reply frame).
+    case sent
+    /// In the requester's filter (or before its `since`): not needed.
+    case covered
+    /// Due, but the airtime budget was spent: left for a later round.
+    case withheldByBudget = "withheld_by_budget"
+}
+
+/// The responder's typed counters.
+public struct SyncResponderCounters: Sendable, Equatable {
+    public var refused = Tally<SyncRefusal>()
+    /// Accepted requests.
+    public var answered = 0
+    public var replies = Tally<SyncReplyOutcome>()
+    /// Reply bytes sent (frame bytes; what the airtime budget counts).
+    public var replyBytes = 0
+    public init() {}
+}
+
+/// The answer to one request: frames to send to ``recipient``'s link, unpadded, in order.
+public struct SyncAnswer: Sendable, Equatable {
+    public var recipient: MeshPeerID
+    public var frames: [[UInt8]]
+    public var refusal: SyncRefusal?
+    /// Due frames not sent for want of airtime.
+    public var withheld: Int
+
+    public static func refused(_ peer: MeshPeerID, _ reason: SyncRefusal) -> SyncAnswer {
+        SyncAnswer(recipient: peer, frames: [], refusal: reason, withheld: 0)
+    }
+}
+
+/// Answers REQUEST_SYNC exactly as BOARD.md §9.4 describes iOS (`BLEService.handleRequestSync` →
+/// `GossipSyncManager._handleRequestSync`), paced by a shared ``AirtimeBudget``.
+///
+/// Checks, in iOS order: TTL 0; on a bound link the sender is the bound peer; the signature verifies under
+/// the sender's pinned key; the payload decodes; < 8 answered requests in the sliding 30 s window (the cutoff
+/// inclusive). Then for the requested types (absent = announce + message), in the order announce, message,
+/// fragment, file, board, every stored packet whose ID is not in the filter — and, except announces and
+/// fragment-ID-targeted fragments, whose timestamp ≥ `since` — goes back as stored but TTL 0 and RSR set.
+/// Pure: time is a parameter, stores are passed in, the output is data.
+public struct SyncResponder: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Answered requests per peer per window (iOS `responseRateLimitMaxResponses`).
+        public var maxRequestsPerWindow: Int
+        /// iOS `responseRateLimitWindowSeconds`.
+        public var requestWindowMs: UInt64
+        public var airtime: AirtimeBudget.Configuration
+        /// Ours: requesters whose rate-limit history is kept (oldest forgotten first), bounding the table
+        /// against a flood of spoofed sender IDs — which cannot pass the signature check anyway.
+        public var maxTrackedRequesters: Int
+
+        public init(
+            maxRequestsPerWindow: Int = 8, requestWindowMs: UInt64 = 30_000, airtime: AirtimeBudget.Configuration = .init(),
+            maxTrackedRequesters: Int = 1024
+        ) {
+            self.maxRequestsPerWindow = max(1, maxRequestsPerWindow)
+            self.requestWindowMs = requestWindowMs
+            self.airtime = airtime
+            self.maxTrackedRequesters = max(1, maxTrackedRequesters)
+        }
+    }
+
+    public let configuration: Configuration
+    public private(set) var counters = SyncResponderCounters()
+    private var budget: AirtimeBudget
+    private var history: [MeshPeerID: [UInt64]] = [:]
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.budget = AirtimeBudget(configuration.airtime)
+    }
+
+    /// Airtime left in the current window.
+    public mutating func airtimeAvailable(now: UInt64) -> Int { budget.available(now: now) }
+
+    public mutating func answer(
+        _ input: SyncRequestInput, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
+    ) -> SyncAnswer {
+        let packet = input.packet
+        let peer = packet.sender
+        func refuse(_ reason: SyncRefusal) -> SyncAnswer {
+            counters.refused.add(reason)
+            return .refused(peer, reason)
+        }
+        guard packet.ttl == 0 else { return refuse(.ttlNotZero) }
+        if let linkPeer = input.linkPeer, linkPeer != peer { return refuse(.senderNotLinkPeer) }
+        guard packet.signature != nil else { return refuse(.unsigned) }
+        guard let key = input.pinnedKey else { return refuse(.noPinnedKey) }
+        guard packet.verifySignature(key).isValid else { return refuse(.badSignature) }
+        guard let request = try? RequestSyncPayload.decode(packet.payload) else { return refuse(.undecodable) }
+        guard admit(peer, now: now) else { return refuse(.rateLimited) }
+        counters.answered += 1
+
+        let due = Self.replySet(request, gossip: gossip, board: board, now: now)
+        counters.replies.add(.covered, due.covered)
+        var frames: [[UInt8]] = []
+        var withheld = 0
+        for stored in due.packets {
+            let frame = stored.replyFrame
+            if withheld == 0, budget.spend(frame.count, now: now) {
+                frames.append(frame)
+                counters.replyBytes += frame.count
+            } else {
+                // Keep iOS order: once the budget is out, the rest waits for the next round (the requester's
+                // next filter lists what it got, so nothing is sent twice).
+                withheld += 1
+            }
+        }
+        counters.replies.add(.sent, frames.count)
+        counters.replies.add(.withheldByBudget, withheld)
+        return SyncAnswer(recipient: peer, frames: frames, refusal: nil, withheld: withheld)
+    }
+
+    /// iOS `SyncResponseRateLimiter.shouldRespond`: keep the times ≥ now − window; admit (and record) when
+    /// fewer than the maximum remain.
+    private mutating func admit(_ peer: MeshPeerID, now: UInt64) -> Bool {
+        let cutoff = now >= configuration.requestWindowMs ? now - configuration.requestWindowMs : 0
+        var recent = (history[peer] ?? []).filter { $0 >= cutoff }
+        guard recent.count < configuration.maxRequestsPerWindow else {
+            history[peer] = recent
+            return false
+        }
+        recent.append(now)
+        if history[peer] == nil, history.count >= configuration.maxTrackedRequesters {
+            history = history.filter { $0.value.contains { $0 >= cutoff } }
+            if history.count >= configuration.maxTrackedRequesters,
+                let oldest = history.min(by: { ($0.value.last ?? 0) < ($1.value.last ?? 0) })?.key
+            {
+                history[oldest] = nil
+            }
+        }
+        history[peer] = recent
+        return true
+    }
+
+    /// The packets a request is due, in reply order, and how many it already holds. Public so the benchmark
+    /// and tests can time and check the choice apart from the checks.
+    public static func replySet(
+        _ request: RequestSyncPayload, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
+    ) -> (packets: [SyncPacket], covered: Int) {
+        let types = request.requestedTypes
+        let filter = GCSFilter.Membership(request)
+        let since = request.sinceTimestamp ?? 0
+        var out: [SyncPacket] = []
+        var covered = 0
+        // (timestamp, h64) → due? With and without the since cursor (announces and targeted fragments are exempt).
+        let dueAfterSince: (UInt64, UInt64) -> Bool = { timestamp, h64 in timestamp >= since && !filter.mightContain(h64: h64) }
+        let dueAnyTime: (UInt64, UInt64) -> Bool = { _, h64 in !filter.mightContain(h64: h64) }
+        func take(_ chosen: (selected: [SyncPacket], declined: Int)) {
+            out += chosen.selected
+            covered += chosen.declined
+        }
+        if types.contains(.announce) { take(gossip.select(.announce, now: now, where: dueAnyTime)) }
+        if types.contains(.message) { take(gossip.select(.message, now: now, where: dueAfterSince)) }
+        if types.contains(.fragment) {
+            let streams = Set(request.fragmentIDs)
+            if streams.isEmpty {
+                take(gossip.select(.fragment, now: now, where: dueAfterSince))
+            } else {
+                // Targeted resync: only the named streams (payload[0..8]), the since cursor bypassed.
+                for packet in gossip.packets(.fragment, now: now) {
+                    guard let stream = Self.fragmentStream(packet), streams.contains(stream) else { continue }
+                    if dueAnyTime(packet.timestamp, packet.h64) { out.append(packet) } else { covered += 1 }
+                }
+            }
+        }
+        if types.contains(.fileTransfer) { take(gossip.select(.fileTransfer, now: now, where: dueAfterSince)) }
+        if types.contains(.board) { take(board.selectCandidates(now: now, where: dueAfterSince)) }
+        return (out, covered)
+    }
+
+    /// A fragment's stream ID: payload[0..8].
+    static func fragmentStream(_ packet: SyncPacket) -> UInt64? {
+        let payload = packet.packet.payload
+        guard payload.count >= 8 else { return nil }
+        return payload.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+}

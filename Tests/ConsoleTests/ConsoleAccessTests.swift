@@ -1,0 +1,112 @@
+import BotSupport
+import Console
+import Foundation
+import Testing
+import WebSocketRuntime
+
+@Suite("Console access: token, sessions, same-origin (CSRF)")
+struct ConsoleAccessTests {
+    static let token = String(repeating: "ab", count: 32)
+    static let now = 1_750_000_000.0
+
+    static func request(
+        _ method: String, _ path: String, origin: String? = "http://127.0.0.1:9477", bearer: String? = nil, cookie: String? = nil,
+        body: String = "", host: String = "127.0.0.1:9477", referer: String? = nil
+    ) -> HTTPRequest {
+        var headers: [(name: String, value: String)] = [("host", host)]
+        if let origin { headers.append(("origin", origin)) }
+        if let referer { headers.append(("referer", referer)) }
+        if let bearer { headers.append(("authorization", "Bearer " + bearer)) }
+        if let cookie { headers.append(("cookie", cookie)) }
+        return HTTPRequest(method: method, path: path, headers: headers, body: Array(body.utf8), remoteAddress: "127.0.0.1")
+    }
+
+    func refusal(_ result: Result<ConsoleAccess.Principal, ConsoleAccess.Refusal>) -> ConsoleAccess.Refusal? {
+        if case .failure(let r) = result { return r }
+        return nil
+    }
+
+    @Test func readsAreOpenOnLoopbackAndNeedAuthBeyondIt() throws {
+        let open = ConsoleAccess(settings: .init(token: Self.token, readsNeedAuth: false))
+        #expect(try open.check(Self.request("GET", "/api/modlog", origin: nil), now: Self.now).get() == .anonymous)
+        let closed = ConsoleAccess(settings: .init(token: Self.token, readsNeedAuth: true))
+        #expect(refusal(closed.check(Self.request("GET", "/api/modlog", origin: nil), now: Self.now))?.status == 401)
+        #expect(try closed.check(Self.request("GET", "/api/modlog", origin: nil, bearer: Self.token), now: Self.now).get() == .bearer)
+    }
+
+    @Test func aStateChangeNeedsTheTokenAndTheSameOrigin() throws {
+        let access = ConsoleAccess(settings: .init(token: Self.token, readsNeedAuth: false))
+        let path = "/api/senders/nostr:00/block"
+        // No token at all.
+        #expect(refusal(access.check(Self.request("POST", path), now: Self.now))?.status == 401)
+        // A wrong token, and one that is a prefix of the right one.
+        #expect(refusal(access.check(Self.request("POST", path, bearer: "ab"), now: Self.now))?.status == 401)
+        #expect(refusal(access.check(Self.request("POST", path, bearer: String(Self.token.dropLast())), now: Self.now))?.status == 401)
+        // The right token from another origin: refused even with the bearer token (a page elsewhere cannot borrow it).
+        let cross = refusal(access.check(Self.request("POST", path, origin: "http://evil.example", bearer: Self.token), now: Self.now))
+        #expect(cross?.status == 403 && cross?.reason.contains("cross-origin") == true)
+        #expect(refusal(access.check(Self.request("POST", path, origin: "http://127.0.0.1:9478", bearer: Self.token), now: Self.now))?.status == 403)
+        #expect(refusal(access.check(Self.request("POST", path, origin: nil, bearer: Self.token, referer: "http://evil.example/x"), now: Self.now))?.status == 403)
+        // Same origin (Origin, or Referer when Origin is absent), or a script without either header but with the token.
+        #expect(try access.check(Self.request("POST", path, bearer: Self.token), now: Self.now).get() == .bearer)
+        #expect(try access.check(Self.request("POST", path, origin: nil, bearer: Self.token, referer: "http://127.0.0.1:9477/console"), now: Self.now).get() == .bearer)
+        #expect(try access.check(Self.request("POST", path, origin: nil, bearer: Self.token), now: Self.now).get() == .bearer)
+        // "Referer: http://127.0.0.1:94770/" is not the origin http://127.0.0.1:9477.
+        #expect(refusal(access.check(Self.request("POST", path, origin: nil, bearer: Self.token, referer: "http://127.0.0.1:94770/"), now: Self.now))?.status == 403)
+    }
+
+    @Test func withoutATokenFileNothingChanges() {
+        let access = ConsoleAccess(settings: .init(token: nil, readsNeedAuth: false))
+        let refused = refusal(access.check(Self.request("POST", "/api/senders/nostr:00/block", bearer: ""), now: Self.now))
+        #expect(refused?.status == 403 && refused?.reason.contains("console-token") == true)
+    }
+
+    @Test func loginTradesTheTokenForASessionThatExpiresAndNeedsTheOrigin() throws {
+        var access = ConsoleAccess(settings: .init(token: Self.token, readsNeedAuth: true))
+        var counter: UInt8 = 0
+        let random: (Int) -> [UInt8] = { n in counter &+= 1; return [UInt8](repeating: counter, count: n) }
+        #expect(throws: ConsoleAccess.Refusal.self) {
+            try access.login(Self.request("POST", "/console/login", body: "token=wrong"), now: Self.now, random: random).get()
+        }
+        #expect(throws: ConsoleAccess.Refusal.self) {
+            try access.login(Self.request("POST", "/console/login", origin: "http://evil.example", body: "token=\(Self.token)"), now: Self.now, random: random).get()
+        }
+        #expect(access.sessionCount == 0)
+        let id = try access.login(Self.request("POST", "/console/login", body: "token=\(Self.token)"), now: Self.now, random: random).get()
+        #expect(id == String(repeating: "01", count: 32))
+        let cookie = "other=1; \(ConsoleAccess.cookieName)=\(id)"
+        let action = "/api/senders/nostr:00/block"
+        #expect(try access.check(Self.request("POST", action, cookie: cookie), now: Self.now + 60).get() == .session)
+        #expect(try access.check(Self.request("GET", "/api/audit", origin: nil, cookie: cookie), now: Self.now + 60).get() == .session)
+        // The cookie alone, without an Origin: refused (a browser always sends Origin on POST).
+        #expect(refusal(access.check(Self.request("POST", action, origin: nil, cookie: cookie), now: Self.now + 60))?.status == 403)
+        #expect(refusal(access.check(Self.request("POST", action, origin: "http://evil.example", cookie: cookie), now: Self.now))?.status == 403)
+        // Expired, and a made-up session.
+        #expect(refusal(access.check(Self.request("POST", action, cookie: cookie), now: Self.now + ConsoleAccess.Limits.sessionSeconds))?.status == 401)
+        #expect(refusal(access.check(Self.request("POST", action, cookie: "\(ConsoleAccess.cookieName)=\(String(repeating: "02", count: 32))"), now: Self.now))?.status == 401)
+        access.logout(Self.request("POST", "/console/logout", cookie: cookie))
+        #expect(refusal(access.check(Self.request("POST", action, cookie: cookie), now: Self.now + 60))?.status == 401)
+        #expect(ConsoleAccess.sessionCookie(id).contains("HttpOnly") && ConsoleAccess.sessionCookie(id).contains("SameSite=Strict"))
+    }
+
+    @Test func sessionsAreBounded() throws {
+        var access = ConsoleAccess(settings: .init(token: Self.token, readsNeedAuth: false))
+        var n: UInt32 = 0
+        let random: (Int) -> [UInt8] = { count in
+            n += 1
+            return (0..<count).map { UInt8(truncatingIfNeeded: n >> (8 * ($0 % 4))) }
+        }
+        for _ in 0..<(ConsoleAccess.Limits.maxSessions + 10) {
+            _ = try access.login(Self.request("POST", "/console/login", body: "token=\(Self.token)"), now: Self.now, random: random).get()
+        }
+        #expect(access.sessionCount == ConsoleAccess.Limits.maxSessions)
+    }
+
+    @Test func constantTimeCompareAndFormDecoding() {
+        #expect(ConsoleAccess.constantTimeEqual("abc", "abc"))
+        #expect(!ConsoleAccess.constantTimeEqual("abc", "abd"))
+        #expect(!ConsoleAccess.constantTimeEqual("abc", "abcd"))
+        #expect(!ConsoleAccess.constantTimeEqual("", "a"))
+        #expect(FormData.parse("a=1&b=two+words&c=%C3%A9&d&e=%ZZ") == ["a": "1", "b": "two words", "c": "é", "d": ""])
+    }
+}

@@ -1,0 +1,132 @@
+import BitchatWire
+import BotSupport
+@testable import Mesh
+import Testing
+
+/// Issue 15, one lifecycle: the node wakes on its clock (no 5/50 ms poll), keeps enqueued inputs in order,
+/// and flushes paced transmits before a stop, with a deadline. Driven by ``ManualMeshClock``; every wait is
+/// for an event (a frame heard, a sleeper registered), none polls.
+@Suite("Mesh node on an injected clock")
+struct MeshNodeTests {
+    /// A node on an in-process segment, and a raw member of the same segment that hears what it sends.
+    struct Rig {
+        let air = InProcessAir(mtu: 185)
+        let clock = ManualMeshClock(startingAt: start)
+        let node: MeshNode
+        let probe: InProcessAir.Transport
+        var probeEvents: MeshInbound.AsyncIterator
+
+        init() {
+            let transport = air.join()
+            probe = air.join()
+            probeEvents = probe.events.makeAsyncIterator()
+            node = MeshNode(engine: MeshPeerEngine(identity: makeIdentity("node")), transport: transport, clock: clock, seed: 1)
+        }
+
+        /// The next frame the probe heard, decoded.
+        mutating func nextPacket() async throws -> MeshPacket {
+            while let event = await probeEvents.next() {
+                if case .frame(_, let frame) = event { return try MeshPacket.decode(frame) }
+            }
+            throw CancellationError()
+        }
+
+        /// Takes what the probe has heard so far (the node's announces at link-up and first tick).
+        mutating func drain() async {
+            while probe.events.queuedEvents > 0 { _ = await probeEvents.next() }
+        }
+
+        /// A node running on the rig, past its link-up announce and first tick (asleep until the next).
+        static func running() async throws -> (Rig, Task<Void, Never>) {
+            var rig = Rig()
+            let running = Task { [node = rig.node] in await node.run() }
+            #expect(try await rig.nextPacket().type == .announce)
+            await rig.clock.waitForSleeper(until: start + MeshNode.Limits.tickMs)
+            await rig.drain()
+            return (rig, running)
+        }
+
+        /// Moves the clock to `deadline` once someone sleeps until it.
+        func step(to deadline: UInt64) async {
+            await clock.waitForSleeper(until: deadline)
+            clock.advance(to: deadline)
+        }
+    }
+
+    /// 600 incompressible characters: fragments at a 185-byte MTU, paced 30 ms apart (iOS).
+    static let long: String = {
+        var random = SeededRandom(seed: 3)
+        return String((0..<600).map { _ in Character(Unicode.Scalar(UInt8(33 + random.next() % 94))) })
+    }()
+
+    static func fragmentTotal(_ packet: MeshPacket) -> Int { Int(packet.payload[10]) << 8 | Int(packet.payload[11]) }
+
+    @Test(.timeLimit(.minutes(2)))
+    func theNodeSleepsUntilTheNextTickOrDueTransmitAndIsWokenEarlyByNewWork() async throws {
+        // Link-up: the engine announces at once; then, nothing due, the node sleeps until the next tick
+        // (`running()` waits for exactly that sleeper: no 5/50 ms poll).
+        var (rig, running) = try await Rig.running()
+        defer { running.cancel() }
+        #expect(rig.clock.nextDeadline == start + MeshNode.Limits.tickMs && rig.clock.sleeperCount == 1)
+        // A long message: the first fragment leaves now, the next 30 ms later — the sleep is cut short for it.
+        await rig.node.submit(.sendPublicMessage(Self.long))
+        let first = try await rig.nextPacket()
+        #expect(first.type == .fragment)
+        await rig.clock.waitForSleeper(until: start + 30)
+        #expect(rig.clock.sleeperCount == 1, "woken early and re-armed for the paced fragment, the tick's sleep gone")
+        rig.clock.advance(to: start + 29)
+        #expect(rig.probe.events.queuedEvents == 0, "nothing before its time")
+        rig.clock.advance(to: start + 30)
+        #expect(try await rig.nextPacket().payload[8..<10] == [0, 1])
+        let total = Self.fragmentTotal(first)
+        for index in 2..<total {
+            await rig.step(to: start + UInt64(30 * index))
+            #expect(try await rig.nextPacket().payload[9] == UInt8(index))
+        }
+        // Then back to the tick, and the next.
+        await rig.step(to: start + MeshNode.Limits.tickMs)
+        await rig.clock.waitForSleeper(until: start + 2 * MeshNode.Limits.tickMs)
+        #expect(await rig.node.driverCounters.droppedTransmits == 0)
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func enqueuedInputsKeepTheirOrderAndFlushWaitsForPacedTransmits() async throws {
+        var (rig, running) = try await Rig.running()
+        defer { running.cancel() }
+        for i in 0..<20 { #expect(rig.node.enqueue(.sendPublicMessage("m\(i)"))) }
+        #expect(rig.node.enqueue(.sendPublicMessage(Self.long)))
+        let flushing = Task { [node = rig.node] in await node.flush(timeoutMs: 10_000) }
+        for i in 0..<20 { #expect(try await rig.nextPacket().payload == Array("m\(i)".utf8), "message \(i) in order") }
+        let first = try await rig.nextPacket()
+        let total = Self.fragmentTotal(first)
+        for index in 1..<total {
+            await rig.step(to: start + UInt64(30 * index))
+            #expect(try await rig.nextPacket().type == .fragment)
+        }
+        #expect(await flushing.value == MeshNode.FlushReport(completed: true, abandonedTransmits: 0))
+        #expect(rig.probe.events.queuedEvents == 0)
+    }
+
+    /// At the deadline, what still waits is dropped and counted (the stop must not hang on a paced train).
+    @Test(.timeLimit(.minutes(2)))
+    func flushAbandonsWhatIsStillWaitingAtItsDeadline() async throws {
+        var rig = Rig()
+        // The node is not running: flush drives the transmits itself.
+        await rig.node.submit(.linkUp(InProcessAir.Transport.link, mtu: 185))
+        #expect(try await rig.nextPacket().type == .announce)
+        await rig.node.submit(.sendPublicMessage(Self.long))
+        let first = try await rig.nextPacket()
+        let flushing = Task { [node = rig.node] in await node.flush(timeoutMs: 100) }
+        // Fragments due at 30, 60 and 90 ms leave; then the flush sleeps to its deadline, not to 120 ms.
+        for due: UInt64 in [30, 60, 90] {
+            await rig.step(to: start + due)
+            #expect(try await rig.nextPacket().type == .fragment)
+        }
+        await rig.step(to: start + 100)
+        let report = await flushing.value
+        let total = Self.fragmentTotal(first)
+        #expect(!report.completed && report.abandonedTransmits == total - 4)
+        #expect(await rig.node.driverCounters.abandonedAtFlush == total - 4)
+        #expect(rig.probe.events.queuedEvents == 0)
+    }
+}
