@@ -79,35 +79,19 @@ final class Demo: @unchecked Sendable {
         fflush(nil)
     }
 
-    func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     func play(keepRunning: Bool) async throws -> Int32 {
         defer { stopAll() }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         say("bitchat-bridge demo: everything below runs on this machine, on 127.0.0.1 only (data in \(directory))")
 
-        let relayPort = try freePort()
+        let relayPort = LoopbackPort.free()
         let relay = try ChildProcess(venv + "/bin/python", [peers + "/sdk_relay.py", "--port", "\(relayPort)"], name: "relay")
         processes.append(relay)
         try await relay.waitForLine("relay ready") { $0.hasPrefix("READY") }
         let relayURL = "ws://127.0.0.1:\(relayPort)"
         say("relay    a real Nostr relay (nostr-sdk LocalRelay) at \(relayURL)")
 
-        let hubPort = try freePort()
+        let hubPort = LoopbackPort.free()
         let hub = try spawn(["radio-hub", "--listen", "127.0.0.1:\(hubPort)", "--mtu", "512"], name: "hub")
         try await hub.waitForLine("hub ready") { $0.contains("\"listening\"") }
         say("radio    a virtual radio island at tcp://127.0.0.1:\(hubPort) (frames up to 512 bytes, as over BLE; larger ones go in fragments)")
