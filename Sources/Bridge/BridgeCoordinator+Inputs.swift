@@ -96,6 +96,14 @@ extension BridgeCoordinator {
             peerNoiseKeys[id] = nil
             peerSigningKeys[id] = nil
             updateIsland(gateways: islandGateways.subtracting([id]), rendezvous: islandRendezvous.subtracting([id]), now: now)
+        case .peersResync(let peers):
+            // Peer changes were dropped while this coordinator fell behind (a flood): the engine's table is the
+            // truth. Without this, a lost peer missed here stayed in the gauge and the island sets for good.
+            peerNoiseKeys = Dictionary(uniqueKeysWithValues: peers.map { ($0.id, $0.noisePublicKey) })
+            peerSigningKeys = Dictionary(uniqueKeysWithValues: peers.map { ($0.id, $0.signingPublicKey.rawRepresentation) })
+            let gateways = Set(peers.filter { ($0.capabilities ?? []).contains(.gateway) }.map(\.id))
+            let rendezvous = Set(peers.filter { ($0.capabilities ?? []).contains(.bridge) }.map(\.id))
+            updateIsland(gateways: gateways, rendezvous: rendezvous, now: now)
         case .pinRefused(let announced):
             recordPinRefusal(announced)
         case .publicMessage(let message):

@@ -357,6 +357,9 @@ enum MeshCommand {
             return .object(members)
         case .peerLost(let id, let reason):
             return .object([("event", .string("peerLost")), ("peerID", .string(id.hex)), ("reason", .string(reason.rawValue))])
+        case .peersResync(let peers):
+            // This listener fell behind and missed peer lines: the whole live table, to replace what was shown.
+            return .object([("event", .string("peersResync")), ("peerIDs", .array(peers.map(\.id.hex).sorted().map { .string($0) }))])
         case .publicMessage(let message):
             return .object([
                 ("event", .string("message")), ("sender", .string(message.sender.hex)),

@@ -20,7 +20,8 @@ public import BitchatWire
 /// Ends when the transport's event sequence ends (it is closed) or the task running ``run()`` is cancelled.
 public actor MeshNode {
     public enum Limits {
-        /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted.
+        /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted. A dropped peer
+        /// change is repaired by a ``MeshAction/peersResync(_:)`` at the next tick with room for it.
         public static let actionBuffer = 4_096
         /// Delayed transmits waiting for their jitter to elapse; more are dropped and counted.
         public static let maxPendingTransmits = 8_192
@@ -42,6 +43,8 @@ public actor MeshNode {
         public var droppedInputs = 0
         /// Transmits still waiting when a ``MeshNode/flush(timeoutMs:)`` ran out of time (dropped).
         public var abandonedAtFlush = 0
+        /// ``MeshAction/peersResync(_:)`` actions delivered after dropped peer changes.
+        public var peerResyncs = 0
 
         public init() {}
     }
@@ -88,13 +91,17 @@ public actor MeshNode {
     private var sleeper: Task<Void, Never>?
     private var sleeperDeadline = UInt64.max
     private var nodeCounters = Counters()
+    /// A peer change was dropped: the consumer's view of the live peers is stale until a resync gets through.
+    private var peersOutOfSync = false
 
-    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any MeshClock, seed: UInt64) {
+    /// `actionBuffer`: ``Limits/actionBuffer`` (tests make it small to overflow it).
+    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any MeshClock, seed: UInt64,
+                actionBuffer: Int = Limits.actionBuffer) {
         self.engine = engine
         self.transport = transport
         self.clock = clock
         self.random = SeededRandom(seed: seed)
-        (actions, continuation) = AsyncStream.makeStream(of: MeshAction.self, bufferingPolicy: .bufferingOldest(Limits.actionBuffer))
+        (actions, continuation) = AsyncStream.makeStream(of: MeshAction.self, bufferingPolicy: .bufferingOldest(actionBuffer))
     }
 
     /// `wallClock` returns ms since the Unix epoch (the executable passes the system clock).
@@ -240,8 +247,19 @@ public actor MeshNode {
         if now >= nextTickAt {
             nextTickAt = now + Limits.tickMs
             perform(engine.handle(.tick, now: now, random: &random), now: now)
+            resyncPeersIfNeeded()
         }
         flushDue(now: now)
+    }
+
+    /// After a dropped peer change, offers the whole table once per tick until the consumer has room for it
+    /// (a flood keeps the buffer full; the table is bounded, so one snapshot per second is cheap).
+    private func resyncPeersIfNeeded() {
+        guard peersOutOfSync else { return }
+        if case .enqueued = continuation.yield(.peersResync(Array(engine.peers.values))) {
+            peersOutOfSync = false
+            nodeCounters.peerResyncs += 1
+        }
     }
 
     // MARK: Actions
@@ -261,7 +279,10 @@ public actor MeshNode {
                     nodeCounters.droppedTransmits += 1
                 }
             default:
-                if case .dropped = continuation.yield(action) { nodeCounters.droppedActions += 1 }
+                if case .dropped = continuation.yield(action) {
+                    nodeCounters.droppedActions += 1
+                    if action.changesPeers { peersOutOfSync = true }
+                }
             }
         }
     }

@@ -166,5 +166,17 @@ public enum MeshAction: Sendable, Equatable {
     /// engine's media rule (MESH-WIRE §7.5). Only for showing it, as a phone's board does; whether it is a
     /// valid post (the inner signature, BOARD.md §4) is the owner's check.
     case boardHeard(MeshPacket)
+    /// The whole live table, sent after a ``peerVerified(_:)`` or ``peerLost(_:reason:)`` was dropped because
+    /// the owner fell behind (``MeshNode/Limits/actionBuffer``): the owner replaces what it keeps per peer with
+    /// it. Actions after it apply on top, as usual.
+    case peersResync([MeshPeer])
+
+    /// True for the actions that change the set of live peers (what ``peersResync(_:)`` repairs).
+    var changesPeers: Bool {
+        switch self {
+        case .peerVerified, .peerLost: true
+        default: false
+        }
+    }
 }
 

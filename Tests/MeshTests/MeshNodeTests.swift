@@ -16,11 +16,12 @@ struct MeshNodeTests {
         let probe: InProcessAir.Transport
         var probeEvents: MeshInbound.AsyncIterator
 
-        init() {
+        init(actionBuffer: Int = MeshNode.Limits.actionBuffer) {
             let transport = air.join()
             probe = air.join()
             probeEvents = probe.events.makeAsyncIterator()
-            node = MeshNode(engine: MeshPeerEngine(identity: makeIdentity("node")), transport: transport, clock: clock, seed: 1)
+            node = MeshNode(engine: MeshPeerEngine(identity: makeIdentity("node")), transport: transport, clock: clock, seed: 1,
+                            actionBuffer: actionBuffer)
         }
 
         /// The next frame the probe heard, decoded.
@@ -37,8 +38,8 @@ struct MeshNodeTests {
         }
 
         /// A node running on the rig, past its link-up announce and first tick (asleep until the next).
-        static func running() async throws -> (Rig, Task<Void, Never>) {
-            var rig = Rig()
+        static func running(actionBuffer: Int = MeshNode.Limits.actionBuffer) async throws -> (Rig, Task<Void, Never>) {
+            var rig = Rig(actionBuffer: actionBuffer)
             let running = Task { [node = rig.node] in await node.run() }
             #expect(try await rig.nextPacket().type == .announce)
             await rig.clock.waitForSleeper(until: start + MeshNode.Limits.tickMs)
@@ -128,5 +129,32 @@ struct MeshNodeTests {
         #expect(!report.completed && report.abandonedTransmits == total - 4)
         #expect(await rig.node.driverCounters.abandonedAtFlush == total - 4)
         #expect(rig.probe.events.queuedEvents == 0)
+    }
+
+    /// A consumer that falls behind loses actions (the buffer is bounded); when a lost one was a peer change,
+    /// the next tick with room sends the whole table, so the consumer's peer view (the bridge's
+    /// `bridge_mesh_peers`, its island's bridges) cannot stay wrong. Seen in CI: 247 actions dropped in a
+    /// 20,000-identity flood left the gauge at 90 with 13 peers in the table.
+    @Test(.timeLimit(.minutes(2)))
+    func droppedPeerChangesAreRepairedByAResyncAtTheNextTick() async throws {
+        let (rig, running) = try await Rig.running(actionBuffer: 4)
+        defer { running.cancel() }
+        let phones = (0..<10).map { _ in Phone() }
+        for (i, phone) in phones.enumerated() {
+            await rig.node.submit(.frame(InProcessAir.Transport.link, try phone.announce(at: start, ttl: 1, nickname: "p\(i)")))
+        }
+        #expect(await rig.node.peers.count == 10)
+        #expect(await rig.node.driverCounters.droppedActions == 6)
+        var actions = rig.node.actions.makeAsyncIterator()
+        for _ in 0..<4 {
+            guard case .peerVerified = await actions.next() else { Issue.record("expected the buffered peer changes first"); return }
+        }
+        await rig.step(to: start + MeshNode.Limits.tickMs)
+        guard case .peersResync(let peers) = await actions.next() else { Issue.record("expected the table after the tick"); return }
+        #expect(Set(peers.map(\.id)) == Set(phones.map(\.id)))
+        // Once through, no more: the next tick sends nothing to repair.
+        await rig.step(to: start + 2 * MeshNode.Limits.tickMs)
+        await rig.clock.waitForSleeper(until: start + 3 * MeshNode.Limits.tickMs)
+        #expect(await rig.node.driverCounters.peerResyncs == 1)
     }
 }
