@@ -4,6 +4,11 @@ import BotSupport
 /// side by side in one process and print figures and ratios (format: shared/spec/BENCH.md).
 enum BenchCommand {
     /// Every benchmark: name, one-line summary, and the function producing its report.
+    /// Options only some benchmarks have, by benchmark name.
+    static let ownOptions: [String: [OptionSpec]] = [
+        "flood": [.flag("--million-only", "Only the 1,000,000-frame mixed case (what scripts/check-flood checks).")],
+    ]
+
     static let benches: [(name: String, summary: String, run: @Sendable (BenchOptions) throws(CommandExit) -> BenchReport)] = [
         ("identities", "stranger cache: row store vs the one-blob design at C = 2,000 / 10,000 / 100,000", IdentitiesBench.run),
         ("spam", "spam filter vs exhaustive reference: ordinary, flood, junk corpora; memory under a 100k-sender flood", SpamBench.run),
@@ -20,13 +25,14 @@ enum BenchCommand {
             summary: "Run a benchmark and print its figures and ratios.",
             subcommands: benches.map { bench in
                 Subcommand(bench.name, CommandSpec(
-                    path: "bench \(bench.name)", summary: "Benchmark: \(bench.summary).", usage: ["[--json] [--quick]"],
+                    path: "bench \(bench.name)", summary: "Benchmark: \(bench.summary).",
+                    usage: [(["[--json] [--quick]"] + (ownOptions[bench.name] ?? []).map { "[\($0.name)]" }).joined(separator: " ")],
                     options: [
                         .flag("--json", "Print exactly one JSON object (shared/spec/BENCH.md)."),
                         .flag("--quick", "Smaller inputs, for a smoke run in tests."),
-                    ])) { args throws(CommandExit) in
+                    ] + (ownOptions[bench.name] ?? []))) { args throws(CommandExit) in
                         _ = try args.requirePositionals([])
-                        let report = try bench.run(BenchOptions(quick: args.has("--quick")))
+                        let report = try bench.run(BenchOptions(quick: args.has("--quick"), millionOnly: args.has("--million-only")))
                         print(args.has("--json") ? JSONWriter.compact(report.jsonValue) : report.table)
                     }
             })
@@ -41,6 +47,8 @@ enum BenchCommand {
 struct BenchOptions: Sendable {
     /// Smaller inputs so a test can run the benchmark end to end in seconds.
     var quick: Bool
+    /// `bench flood --million-only`: skip the per-kind cases and the verification spread.
+    var millionOnly = false
 }
 
 /// A benchmark's result: cases, each with named metrics whose names carry the unit (`_us`, `_ms`, …).

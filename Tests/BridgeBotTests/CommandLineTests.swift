@@ -158,6 +158,19 @@ struct CommandLineTests {
         }
     }
 
+    @Test("bench flood --million-only: only the mixed case scripts/check-flood reads, with its growth and memory figures")
+    func benchFloodMillionOnly() async throws {
+        let result = try await runBridge(["bench", "flood", "--million-only", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let cases = try #require(try JSONParser().parse(result.stdout)["cases"]?.objectValue)
+        #expect(cases.map(\.0) == ["mixed_1m"])
+        let mixed = try #require(cases.first?.1)
+        #expect(mixed["frames"]?.numberValue == 50_000)
+        for metric in ["cpu_ratio_first_to_last", "rss_flooded_bytes", "stop_ms", "drops_queue"] {
+            #expect(mixed[metric]?.numberValue != nil, "mixed_1m.\(metric)")
+        }
+    }
+
     @Test("bench sync --quick --json: choosing the reply set is ≥ 10× the linear scan in every case; a full answer fits the airtime budget (issue 17)")
     func benchSync() async throws {
         let result = try await runBridge(["bench", "sync", "--quick", "--json"])
