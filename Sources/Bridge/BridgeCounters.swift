@@ -1,4 +1,5 @@
 public import BotSupport
+public import ModerationLog
 public import Nostr
 
 /// What the router counts, as typed values (issue 15): every reason is a case, and its ``CounterKey/label``

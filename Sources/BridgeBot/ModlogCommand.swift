@@ -14,7 +14,7 @@ enum ModlogCommand {
         usage: ["[--since DURATION] [--rule RULE] [--direction DIR] [--sender KEY] [--limit N] [--json] [--data-dir DIR]"],
         options: [
             .value("--since", "DURATION", "Only records from the last DURATION (90s, 10m, 1h, 2d; a bare number is seconds)."),
-            .value("--rule", "RULE", "Only this rule: " + SpamRule.allCases.map(\.rawValue).joined(separator: ", ") + "."),
+            .value("--rule", "RULE", "Only this rule: " + HideRule.allCases.map(\.label).joined(separator: ", ") + "."),
             .value("--direction", "DIR", "nostr-to-mesh or mesh-to-nostr."),
             .value("--sender", "KEY", "Only this sender key."),
             .value("--limit", "N", "At most N records, newest first (default 50)."),
@@ -140,8 +140,8 @@ enum ModlogCommand {
             query.since = wallClockNow() - seconds
         }
         if let rule = args.value("--rule") {
-            guard let parsed = SpamRule(rawValue: rule) else {
-                throw .usage("--rule '\(rule)' is not one of " + SpamRule.allCases.map(\.rawValue).joined(separator: ", "))
+            guard let parsed = HideRule(label: rule) else {
+                throw .usage("--rule '\(rule)' is not one of " + HideRule.allCases.map(\.label).joined(separator: ", "))
             }
             query.rule = parsed
         }
@@ -187,7 +187,7 @@ enum ModlogCommand {
             let text = r.text.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } ?? "sha256:" + String(r.textSHA256.prefix(16))
             print(
                 utcTime(r.judgedAt).padding(toLength: 20) + r.direction.rawValue.padding(toLength: 15)
-                    + String(r.channel.prefix(9)).padding(toLength: 10) + (r.rule.rawValue + (r.shadow ? "*" : "")).padding(toLength: 19)
+                    + String(r.channel.prefix(9)).padding(toLength: 10) + (r.rule.label + (r.shadow ? "*" : "")).padding(toLength: 19)
                     + sender.padding(toLength: 18) + summary(r).padding(toLength: 34) + text.replacingNewlines())
         }
         if records.contains(where: \.shadow) { print("* shadow mode: logged, not hidden") }
@@ -201,14 +201,22 @@ enum ModlogCommand {
         }
         let f = r.figures
         switch r.rule {
-        case .messageRate, .characterRate, .linkRate:
-            let key = r.rule == .messageRate ? "message_bucket" : r.rule == .characterRate ? "character_bucket" : "link_bucket"
-            return "needs \(n(f[key]?["cost"])), has \(n(f[key]?["level"]))/\(n(f[key]?["capacity"]))"
-        case .repeatedMessage, .crossUserCopy:
-            let c = f[r.rule == .repeatedMessage ? "repeated" : "cross_user"]
-            return "\(n(c?["count"])) copies, sim \(n(c?["best_similarity"]))"
-        case .repeatedCharacters:
-            return "A(\(n(f["autocorrelation"]?["shift"]))) = \(n(f["autocorrelation"]?["value"]))"
+        case .blocked:
+            return "blocked " + (f["identity"]?.stringValue.map { String($0.prefix(24)) } ?? "?")
+        case .denylist:
+            guard case .object(let members) = f, let (kind, pattern) = members.first else { return "?" }
+            return "\(kind) '\(pattern.stringValue ?? "?")'"
+        case .spam(let rule):
+            switch rule {
+            case .messageRate, .characterRate, .linkRate:
+                let key = rule == .messageRate ? "message_bucket" : rule == .characterRate ? "character_bucket" : "link_bucket"
+                return "needs \(n(f[key]?["cost"])), has \(n(f[key]?["level"]))/\(n(f[key]?["capacity"]))"
+            case .repeatedMessage, .crossUserCopy:
+                let c = f[rule == .repeatedMessage ? "repeated" : "cross_user"]
+                return "\(n(c?["count"])) copies, sim \(n(c?["best_similarity"]))"
+            case .repeatedCharacters:
+                return "A(\(n(f["autocorrelation"]?["shift"]))) = \(n(f["autocorrelation"]?["value"]))"
+            }
         }
     }
 

@@ -173,6 +173,9 @@ extension ConsoleAssets {
           const copies = { repeatedMessage: "repeated", crossUserCopy: "cross_user" }[rule];
           if (copies && f[copies]) return n(f[copies].count) + " copies, sim " + n(f[copies].best_similarity);
           if (rule === "repeatedCharacters" && f.autocorrelation) return "A(" + n(f.autocorrelation.shift) + ") = " + n(f.autocorrelation.value);
+          if (rule === "blocked" && typeof f.identity === "string") return f.identity.slice(0, 24);
+          const kind = rule === "denylist" ? Object.keys(f)[0] : undefined;
+          if (kind) return kind + " '" + f[kind] + "'";
           return "";
         }
 
@@ -274,9 +277,8 @@ extension ConsoleAssets {
         async function loadModlogRules() {
           const r = await api("/api/modlog/rules");
           const select = $("#modlog-rule");
-          for (const rule of r.logged) { const o = el("option", rule); o.value = rule; select.append(o); }
-          $("#modlog-note").textContent = "Rows are the spam filter's verdicts. Hides by " + r.not_logged.join(" and ") +
-            " are not rows of the log: they show in the live view, the charts and /metrics.";
+          for (const rule of r.rules) { const o = el("option", rule); o.value = rule; select.append(o); }
+          $("#modlog-note").textContent = "Every hide is a row: the operator's block list and denylist, and the spam filter's rules.";
         }
 
         async function loadModlog(append) {

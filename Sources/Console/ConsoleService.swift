@@ -191,12 +191,9 @@ public final class ConsoleService: Sendable {
         case "/api/modlog":
             return Self.modlog(&state, query, now: now)
         case "/api/modlog/rules":
-            // The rule filter's choices, from the judge's own enumeration: the rules a log row can hold, and the
-            // ones whose hides are only in the live view, the charts and /metrics.
-            return Self.json(200, .object([
-                ("logged", .array(HideRule.allCases.filter(\.isLogged).map { .string($0.label) })),
-                ("not_logged", .array(HideRule.allCases.filter { !$0.isLogged }.map { .string($0.label) })),
-            ]))
+            // The rule filter's choices, from the judge's own enumeration: every rule a log row can hold (every
+            // hide is a row: the operator's block list and denylist, and the spam filter's rules).
+            return Self.json(200, .object([("rules", .array(HideRule.allCases.map { .string($0.label) }))]))
         case "/api/live":
             guard let feed = dependencies.feed else { return Self.json(404, .object([("error", .string("no live view"))])) }
             return HTTPResponse(
@@ -233,7 +230,7 @@ public final class ConsoleService: Sendable {
             return json(400, .object([("error", .string(error.description))]))
         }
         if let rule = form["rule"], !rule.isEmpty {
-            guard let parsed = SpamRule(rawValue: rule) else { return json(400, .object([("error", .string("rule '\(rule)' is unknown"))])) }
+            guard let parsed = HideRule(label: rule) else { return json(400, .object([("error", .string("rule '\(rule)' is unknown"))])) }
             query.rule = parsed
         }
         if let direction = form["direction"], !direction.isEmpty {

@@ -89,7 +89,7 @@ public enum ModerationExport {
         let cells: [String] = [
             r.id.map(String.init) ?? "", utcTimestamp(r.judgedAt), number(r.judgedAt), r.direction.rawValue,
             neutralised(r.channel), neutralised(r.senderKey), r.displayName.map(neutralised) ?? "", neutralised(r.messageID),
-            number(r.messageTimestamp), r.rule.rawValue, r.shadow ? "true" : "false", JSONWriter.compact(r.figures),
+            number(r.messageTimestamp), r.rule.label, r.shadow ? "true" : "false", JSONWriter.compact(r.figures),
             r.text.map(neutralised) ?? "", r.textSHA256,
         ]
         return cells.map(csvField).joined(separator: ",")

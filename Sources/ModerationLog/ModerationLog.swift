@@ -45,7 +45,7 @@ public struct ModerationQuery: Sendable, Equatable {
     public var since: Double?
     /// Only records judged before this Unix time.
     public var until: Double?
-    public var rule: SpamRule?
+    public var rule: HideRule?
     public var direction: SpamDirection?
     public var senderKey: String?
     /// Only this channel (a geohash, or `mesh`).
@@ -57,7 +57,7 @@ public struct ModerationQuery: Sendable, Equatable {
     /// Newest first, at most this many.
     public var limit: Int
 
-    public init(since: Double? = nil, rule: SpamRule? = nil, direction: SpamDirection? = nil, senderKey: String? = nil, limit: Int = 100) {
+    public init(since: Double? = nil, rule: HideRule? = nil, direction: SpamDirection? = nil, senderKey: String? = nil, limit: Int = 100) {
         self.since = since
         self.rule = rule
         self.direction = direction
@@ -192,7 +192,7 @@ public final class ModerationLog {
             try insert.run([
                 .real(record.judgedAt), .text(record.direction.rawValue), .text(record.channel), .text(record.senderKey),
                 record.displayName.map { .text($0) } ?? .null, .text(record.messageID), .real(record.messageTimestamp),
-                .text(record.rule.rawValue), .integer(record.shadow ? 1 : 0), .text(JSONWriter.compact(record.figures)),
+                .text(record.rule.label), .integer(record.shadow ? 1 : 0), .text(JSONWriter.compact(record.figures)),
                 record.text.map { .text($0) } ?? .null, .text(record.textSHA256),
             ])
         } catch {
@@ -237,7 +237,7 @@ public final class ModerationLog {
         var conditions: [String] = []
         var values: [SQLiteValue] = []
         if let since = query.since { conditions.append("judged_at >= ?"); values.append(.real(since)) }
-        if let rule = query.rule { conditions.append("rule = ?"); values.append(.text(rule.rawValue)) }
+        if let rule = query.rule { conditions.append("rule = ?"); values.append(.text(rule.label)) }
         if let direction = query.direction { conditions.append("direction = ?"); values.append(.text(direction.rawValue)) }
         if let sender = query.senderKey { conditions.append("sender = ?"); values.append(.text(sender)) }
         if let until = query.until { conditions.append("judged_at < ?"); values.append(.real(until)) }
@@ -314,7 +314,7 @@ public final class ModerationLog {
     private static func decode(_ row: SQLiteStatement) -> Result<ModerationRecord, ModerationLogError> {
         let id = row.int64(0)
         guard let direction = SpamDirection(rawValue: row.text(2)) else { return .failure(.corruptRow(id: id, field: "direction")) }
-        guard let rule = SpamRule(rawValue: row.text(8)) else { return .failure(.corruptRow(id: id, field: "rule")) }
+        guard let rule = HideRule(label: row.text(8)) else { return .failure(.corruptRow(id: id, field: "rule")) }
         guard let figures = try? JSONParser().parse(row.text(10)) else { return .failure(.corruptRow(id: id, field: "figures")) }
         return .success(
             ModerationRecord(

@@ -17,7 +17,7 @@ public struct ModerationRecord: Sendable, Equatable {
     public var messageID: String
     /// The message's own timestamp, Unix seconds (as sent, not clamped).
     public var messageTimestamp: Double
-    public var rule: SpamRule
+    public var rule: HideRule
     /// True when the filter ran in shadow mode (the message was forwarded).
     public var shadow: Bool
     /// The figures behind the rule (``SpamFigures/jsonValue``).
@@ -29,7 +29,7 @@ public struct ModerationRecord: Sendable, Equatable {
 
     public init(
         id: Int64? = nil, judgedAt: Double, direction: SpamDirection, channel: String, senderKey: String,
-        displayName: String?, messageID: String, messageTimestamp: Double, rule: SpamRule, shadow: Bool,
+        displayName: String?, messageID: String, messageTimestamp: Double, rule: HideRule, shadow: Bool,
         figures: JSONValue, text: String?, textSHA256: String
     ) {
         self.id = id
@@ -53,6 +53,16 @@ public struct ModerationRecord: Sendable, Equatable {
         logText: Bool
     ) {
         guard verdict.isLogged, let rule = verdict.rule else { return nil }
+        self.init(
+            rule: .spam(rule), shadow: verdict.outcome == .wouldHide, figures: verdict.figures.jsonValue, candidate: candidate,
+            channel: channel, displayName: displayName, judgedAt: judgedAt, logText: logText)
+    }
+
+    /// The record of `candidate` hidden by `rule` (or, `shadow`, that would have been), with the figures behind it.
+    public init(
+        rule: HideRule, shadow: Bool, figures: JSONValue, candidate: SpamCandidate, channel: String, displayName: String?,
+        judgedAt: Double, logText: Bool
+    ) {
         let text: String
         switch candidate.content {
         case .text(let t): text = t
@@ -61,9 +71,7 @@ public struct ModerationRecord: Sendable, Equatable {
         self.init(
             judgedAt: judgedAt, direction: candidate.direction, channel: channel, senderKey: candidate.senderKey,
             displayName: displayName, messageID: candidate.messageID, messageTimestamp: candidate.timestamp, rule: rule,
-            shadow: verdict.outcome == .wouldHide, figures: verdict.figures.jsonValue, text: logText ? text : nil,
-            textSHA256: Hex.encode(SHA256.hash(utf8: text))
-        )
+            shadow: shadow, figures: figures, text: logText ? text : nil, textSHA256: Hex.encode(SHA256.hash(utf8: text)))
     }
 
     /// The record as one JSON object (the `--json` output and the log-stream line).
@@ -74,7 +82,7 @@ public struct ModerationRecord: Sendable, Equatable {
             ("judged_at", .double(judgedAt)), ("direction", .string(direction.rawValue)), ("channel", .string(channel)),
             ("sender", .string(senderKey)), ("display_name", displayName.map { .string($0) } ?? .null),
             ("message_id", .string(messageID)), ("message_timestamp", .double(messageTimestamp)),
-            ("rule", .string(rule.rawValue)), ("shadow", .bool(shadow)), ("figures", figures),
+            ("rule", .string(rule.label)), ("shadow", .bool(shadow)), ("figures", figures),
             ("text", text.map { .string($0) } ?? .null), ("text_sha256", .string(textSHA256)),
         ]
         return .object(members)

@@ -290,8 +290,15 @@ struct ConsoleBrowserTests {
         try await bridge.waitForLine(stderr: true, timeout: .seconds(10), "spam limits set") {
             $0.contains("spam limits set") && $0.contains("\"capacity\":9")
         }
-        #expect(spam["rules"]?.arrayValue?.compactMap(\.stringValue) == [""] + SpamRule.allCases.map(\.rawValue), "\(spamLine)")
-        #expect(spam["note"]?.stringValue?.contains("blocked and denylist") == true, "\(spamLine)")
+        #expect(spam["rules"]?.arrayValue?.compactMap(\.stringValue) == [""] + ["blocked", "denylist"] + SpamRule.allCases.map(\.rawValue),
+                "\(spamLine)")
+        #expect(spam["note"]?.stringValue?.contains("block list and denylist") == true, "\(spamLine)")
+        // Every hide is a row of the moderation log: the block and the denylist term above too, with what matched.
+        let rows = try await world.moderationLog("gateway", atLeast: 0)
+        let blockedRow = rows.first { $0["rule"] == .string("blocked") && $0["message_id"] == .string(next) }
+        #expect(blockedRow?["figures"]?["identity"] == .string(key), "the blocked line's row: \(rows.map { JSONWriter.compact($0) })")
+        let deniedRow2 = rows.first { $0["rule"] == .string("denylist") && $0["message_id"] == .string(ordinary) }
+        #expect(deniedRow2?["figures"] == .object([("keyword", .string("tickets"))]), "the denylisted line's row")
         let untilRows = spam["until_rows"]?.arrayValue?.compactMap(\.numberValue) ?? []
         #expect(untilRows.count == 3 && untilRows[0] > 0 && untilRows[1] == 0 && untilRows[2] == untilRows[0], "rows: all, until 1h ago, all: \(untilRows)")
 

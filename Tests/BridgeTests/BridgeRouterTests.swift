@@ -6,6 +6,7 @@ import Foundation
 import Geohash
 import IdentityCache
 import Mesh
+import ModerationLog
 import Nostr
 import Testing
 
@@ -221,7 +222,8 @@ struct BridgeRouterTests {
                 Issue.record("expected one hidden report, got \(actions)")
                 continue
             }
-            #expect(report.rule == .blocked && report.candidate.direction == direction && report.record == nil && !report.shadow)
+            #expect(report.rule == .blocked && report.candidate.direction == direction && !report.shadow)
+            #expect(report.record?.rule == .blocked && report.record?.figures["identity"]?.stringValue?.hasPrefix("nostr:") == true)
             #expect(r.counters.hidden[.init(direction: direction, rule: .blocked)] == 1)
         }
     }

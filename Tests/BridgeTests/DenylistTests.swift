@@ -1,6 +1,7 @@
 import BotSupport
 import Bridge
 import IdentityCache
+import ModerationLog
 import Testing
 
 @Suite("Denylist (keywords, patterns) in the judge")
@@ -46,7 +47,11 @@ struct DenylistTests {
             BridgeRouter.Candidate(direction: .nostrToMesh, senderKey: sender, identity: nil, messageID: text, timestamp: 0, text: text)
         }
         let (verdict, report) = judge.judge(candidate("big GIVEAWAY here"), now: 0)
-        #expect(verdict == .hide(.denylist) && report?.rule == .denylist && report?.shadow == false && report?.record == nil)
+        #expect(verdict == .hide(.denylist) && report?.rule == .denylist && report?.shadow == false)
+        // A row of the moderation log like any hide, with the entry that matched as its figures.
+        #expect(report?.record?.rule == .denylist && report?.record?.shadow == false)
+        #expect(report?.record?.figures == .object([("keyword", .string("giveaway"))]))
+        #expect(report?.record?.text == "big GIVEAWAY here" && report?.record?.messageID == "big GIVEAWAY here")
         #expect(judge.judge(candidate("hello"), now: 0).verdict == .pass)
         #expect(HideRule.denylist.label == "denylist")
         let key = try IdentityKey.nostr(pubkey: [UInt8](repeating: 3, count: 32))

@@ -5,6 +5,7 @@ import Bridge
 import Geohash
 import IdentityCache
 import Mesh
+import ModerationLog
 import Nostr
 import SpamFilter
 import Testing

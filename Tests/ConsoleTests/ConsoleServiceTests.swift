@@ -145,7 +145,7 @@ struct ConsoleServiceTests {
         for i in (0..<7).reversed() {  // oldest first, as the bridge appends
             try log.append(ModerationRecord(
                 judgedAt: 1_750_000_000 - Double(i) * 600, direction: i % 2 == 0 ? .nostrToMesh : .meshToNostr, channel: "u4pruy",
-                senderKey: "s\(i)", displayName: nil, messageID: "m\(i)", messageTimestamp: 0, rule: .crossUserCopy, shadow: false,
+                senderKey: "s\(i)", displayName: nil, messageID: "m\(i)", messageTimestamp: 0, rule: .spam(.crossUserCopy), shadow: false,
                 figures: .object([]), text: i == 3 ? "happy new year" : "text \(i)", textSHA256: ""))
         }
         let console = try service(path)
@@ -168,13 +168,13 @@ struct ConsoleServiceTests {
     @Test func theRuleFilterOffersEveryRuleALogRowCanHoldFromTheJudgesOwnList() throws {
         let console = try service(database())
         let rules = try json(console.handle(HTTPRequest(method: "GET", path: "/api/modlog/rules")))
-        let logged = rules["logged"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        #expect(logged == SpamRule.allCases.map(\.rawValue))
-        #expect(rules["not_logged"]?.arrayValue?.compactMap(\.stringValue) == ["blocked", "denylist"])
-        #expect(Set(logged + ["blocked", "denylist"]) == Set(HideRule.allCases.map(\.label)))
-        for rule in logged {
+        let offered = rules["rules"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(offered == ["blocked", "denylist"] + SpamRule.allCases.map(\.rawValue))
+        #expect(offered == HideRule.allCases.map(\.label))
+        for rule in offered {
             #expect(console.handle(HTTPRequest(method: "GET", path: "/api/modlog", query: "rule=\(rule)")).status == 200, "\(rule)")
         }
+        #expect(console.handle(HTTPRequest(method: "GET", path: "/api/modlog", query: "rule=nonsense")).status == 400)
     }
 }
 

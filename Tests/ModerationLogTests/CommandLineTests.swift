@@ -116,7 +116,7 @@ struct CommandLineTests {
         #expect(empty.status == 0 && empty.stdout.contains("No moderation log yet"))
         let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
         let now = Date().timeIntervalSince1970
-        for (i, rule) in [SpamRule.messageRate, .crossUserCopy, .crossUserCopy].enumerated() {
+        for (i, rule) in [HideRule.spam(.messageRate), .spam(.crossUserCopy), .spam(.crossUserCopy)].enumerated() {
             try log.append(
                 ModerationRecord(
                     judgedAt: now - Double(i) * 7200, direction: i == 0 ? .meshToNostr : .nostrToMesh, channel: "u4pruyd",
@@ -151,7 +151,7 @@ struct CommandLineTests {
             try log.append(
                 ModerationRecord(
                     judgedAt: base + Double(i) * 3600, direction: .nostrToMesh, channel: "u4pruyd", senderKey: "s\(i)",
-                    displayName: "n\(i)", messageID: "id\(i)", messageTimestamp: base, rule: .messageRate, shadow: false,
+                    displayName: "n\(i)", messageID: "id\(i)", messageTimestamp: base, rule: .spam(.messageRate), shadow: false,
                     figures: .object([]), text: "buy, \"now\" \(i)", textSHA256: "h\(i)"))
         }
         let dir = ["--data-dir", directory.path]

@@ -11,7 +11,7 @@ struct ExportTests {
     {
         ModerationRecord(
             id: id, judgedAt: judgedAt, direction: .nostrToMesh, channel: "u4pruyd", senderKey: "abcd", displayName: displayName,
-            messageID: "m1", messageTimestamp: 1_750_000_000, rule: .crossUserCopy, shadow: false,
+            messageID: "m1", messageTimestamp: 1_750_000_000, rule: .spam(.crossUserCopy), shadow: false,
             figures: .object([("cross_user", .object([("count", .integer(3)), ("best_similarity", .double(0.95))]))]),
             text: text, textSHA256: "ff00")
     }

@@ -41,7 +41,7 @@ struct ModerationLogTests {
         let stored = try log.records(ModerationQuery())
         #expect(stored.count == 1)
         let first = try #require(stored.first)
-        #expect(first.id == id && first.rule == .crossUserCopy && first.text == "Happy new year everyone!")
+        #expect(first.id == id && first.rule == .spam(.crossUserCopy) && first.text == "Happy new year everyone!")
         #expect(first.channel == "u4pruyd" && first.displayName == "dora" && first.messageID == "x9" && first.messageTimestamp == now - 5)
         #expect(first.figures["cross_user"]?["count"] == .integer(3))
         #expect(first.textSHA256 == sha256Hex("Happy new year everyone!"))
@@ -86,14 +86,14 @@ struct ModerationLogTests {
                 ModerationRecord(
                     judgedAt: now + Double(i), direction: i % 2 == 0 ? .nostrToMesh : .meshToNostr, channel: "mesh",
                     senderKey: "s\(i % 3)", displayName: nil, messageID: "m\(i)", messageTimestamp: now,
-                    rule: i % 4 == 0 ? .messageRate : .linkRate, shadow: false, figures: .object([]), text: "t", textSHA256: "00"))
+                    rule: i % 4 == 0 ? .spam(.messageRate) : .spam(.linkRate), shadow: false, figures: .object([]), text: "t", textSHA256: "00"))
         }
         #expect(try log.records(ModerationQuery(limit: 5)).map(\.messageID) == ["m19", "m18", "m17", "m16", "m15"])
         #expect(try log.records(ModerationQuery(since: now + 15)).count == 5)
-        #expect(try log.records(ModerationQuery(rule: .messageRate)).count == 5)
+        #expect(try log.records(ModerationQuery(rule: .spam(.messageRate))).count == 5)
         #expect(try log.records(ModerationQuery(direction: .meshToNostr)).count == 10)
         #expect(try log.records(ModerationQuery(senderKey: "s0")).count == 7)
-        #expect(try log.records(ModerationQuery(rule: .messageRate, direction: .nostrToMesh, senderKey: "s0")).map(\.messageID) == ["m12", "m0"])
+        #expect(try log.records(ModerationQuery(rule: .spam(.messageRate), direction: .nostrToMesh, senderKey: "s0")).map(\.messageID) == ["m12", "m0"])
     }
 
     @Test func retentionByAgeAndCount() throws {
@@ -105,7 +105,7 @@ struct ModerationLogTests {
             try log.append(
                 ModerationRecord(
                     judgedAt: now + Double(i) * 600, direction: .nostrToMesh, channel: "mesh", senderKey: "s", displayName: nil,
-                    messageID: "m\(i)", messageTimestamp: now, rule: .messageRate, shadow: false, figures: .object([]), text: nil,
+                    messageID: "m\(i)", messageTimestamp: now, rule: .spam(.messageRate), shadow: false, figures: .object([]), text: nil,
                     textSHA256: "00"))
         }
         // By count: 10 kept (n), the 11th newest goes (n+1).
@@ -125,7 +125,7 @@ struct ModerationLogTests {
             try log.append(
                 ModerationRecord(
                     judgedAt: now, direction: .nostrToMesh, channel: "mesh", senderKey: "s", displayName: nil, messageID: "m\(i)",
-                    messageTimestamp: now, rule: .messageRate, shadow: false, figures: .object([]), text: nil, textSHA256: "00"))
+                    messageTimestamp: now, rule: .spam(.messageRate), shadow: false, figures: .object([]), text: nil, textSHA256: "00"))
         }
         #expect(try log.count() == 60)
     }

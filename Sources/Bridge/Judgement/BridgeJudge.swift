@@ -1,37 +1,7 @@
-public import BotSupport
+import BotSupport
 public import IdentityCache
 public import ModerationLog
 public import SpamFilter
-
-/// Why a message was hidden (a metric label and the `hidden.rule` of the log line).
-public enum HideRule: CounterKey, Comparable, CaseIterable {
-    /// The operator blocked the sender (policy file, `identities block`, later the console).
-    case blocked
-    /// The operator's keyword/regex denylist (``Denylist``) matched the text.
-    case denylist
-    case spam(SpamRule)
-
-    public var label: String {
-        switch self {
-        case .blocked: "blocked"
-        case .denylist: "denylist"
-        case .spam(let rule): rule.rawValue
-        }
-    }
-
-    public static func < (a: HideRule, b: HideRule) -> Bool { a.label < b.label }
-
-    /// Every rule: the operator's two, then the spam filter's from its own enumeration.
-    public static var allCases: [HideRule] { [.blocked, .denylist] + SpamRule.allCases.map(HideRule.spam) }
-
-    /// Whether a hide by this rule is a row of the moderation log: spam verdicts only (``HiddenReport/record``).
-    public var isLogged: Bool {
-        switch self {
-        case .blocked, .denylist: false
-        case .spam: true
-        }
-    }
-}
 
 /// What the judge says about one candidate.
 public enum Verdict: Sendable, Equatable {
@@ -47,9 +17,9 @@ public struct HiddenReport: Sendable, Equatable {
     public let rule: HideRule
     /// True in shadow mode: the message was forwarded anyway.
     public let shadow: Bool
-    /// The moderation-log record: spam verdicts only. Block-list hides are not spam verdicts; they are
-    /// reported on the log stream (`hidden`, rule `blocked`), not in the moderation log table, whose rules
-    /// are the filter's six.
+    /// The moderation-log record: every hide (the operator's block list and denylist too, so the log holds
+    /// everything the bridge hid), and the spam filter's would-hide verdicts in shadow mode. Nil only for a
+    /// verdict answered from the filter's message-id cache (a second relay's copy of a logged message).
     public let record: ModerationRecord?
 }
 
@@ -115,17 +85,24 @@ public struct BridgeJudge: Sendable {
     /// spending the filter's budgets; everything else goes through the spam filter. A fresh hidden or would-hide verdict comes with
     /// its report; a verdict answered from the filter's message-id cache (a second relay's copy) does not.
     public mutating func judge(_ candidate: BridgeRouter.Candidate, now: Double) -> (verdict: Verdict, report: HiddenReport?) {
-        if isBlocked(candidate.identity) {
-            return (.hide(.blocked), HiddenReport(candidate: candidate, rule: .blocked, shadow: false, record: nil))
-        }
-        // The denylist is the operator's word, like the block list: it hides whatever the filter's shadow mode.
-        if denylist.match(candidate.text) != nil {
-            return (.hide(.denylist), HiddenReport(candidate: candidate, rule: .denylist, shadow: false, record: nil))
-        }
         let direction: SpamDirection = candidate.direction == .meshToNostr ? .meshToNostr : .nostrToMesh
         let spamCandidate = SpamCandidate(
             senderKey: candidate.senderKey, messageID: candidate.messageID, timestamp: candidate.timestamp,
             content: .text(candidate.text), direction: direction)
+        /// The operator's hides: never shadowed, logged with what matched.
+        func operatorHide(_ rule: HideRule, figures: JSONValue) -> (verdict: Verdict, report: HiddenReport?) {
+            let record = ModerationRecord(
+                rule: rule, shadow: false, figures: figures, candidate: spamCandidate, channel: settings.channel,
+                displayName: candidate.displayName, judgedAt: now, logText: settings.logText)
+            return (.hide(rule), HiddenReport(candidate: candidate, rule: rule, shadow: false, record: record))
+        }
+        if isBlocked(candidate.identity), let identity = candidate.identity {
+            return operatorHide(.blocked, figures: .object([("identity", .string(identity.qualified))]))
+        }
+        // The denylist is the operator's word, like the block list: it hides whatever the filter's shadow mode.
+        if let entry = denylist.match(candidate.text) {
+            return operatorHide(.denylist, figures: entry.jsonValue)
+        }
         let verdict = policy.judge(spamCandidate, now: now)
         var report: HiddenReport?
         if verdict.isLogged, !verdict.fromCache, let rule = verdict.rule {

@@ -3,6 +3,7 @@ import BitchatWire
 import IdentityCache
 public import Mesh
 import MeshSync
+import ModerationLog
 
 /// Every `/metrics` family the bridge exposes: its name, kind, help and label names — the one place metric
 /// names are chosen (issue 15). Modules count in typed values (``Tally`` of ``CounterKey``s, counter
