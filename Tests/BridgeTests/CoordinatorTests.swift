@@ -380,7 +380,10 @@ struct CoordinatorTests {
         #expect(snapshot.router.hidden[.init(direction: .meshToNostr, rule: .blocked)] == 1)
         let store = try #require(world.syncStore)
         #expect(store.livePosts(now: now + 1).map(\.content) == ["water point at gate C"])
-        #expect(world.moderation.records.withLock { $0 }.isEmpty, "blocked: counted and logged, not a spam record")
+        // A row of the moderation log like every hide: the blocked post, with the identity that is blocked.
+        let records = world.moderation.records.withLock { $0 }
+        #expect(records.map(\.rule) == [.blocked] && records.first?.text == "free tokens", "\(records)")
+        #expect(records.first?.figures["identity"]?.stringValue?.hasPrefix("mesh:") == true)
     }
 
     @Test("every broadcast carrier is packet-signed and verifies under the key in the bridge's own announce (issue 16 part 4)")
