@@ -113,8 +113,13 @@ struct HostileRunTests {
         // Health counts the good relay; the drops are counted by reason and relay.
         let health = try await httpGet(port: http, path: "/healthz")
         #expect(health.status == 200, "\(health.body)")
-        let samples = parseSamples(try await httpGet(port: http, path: "/metrics").body)
+        // The flood relay says FLOODED once its frames are written; the bridge reads them after, and /metrics
+        // shows the status loop's last snapshot (every 2 s): wait, bounded, for the count to pass half of them
+        // (once read 49,188 of 100,000 right after FLOODED, CI 2026-12-02).
         let floodURL = relays.first { $0.name == "flood" }!.url
+        let samples = parseSamples(try await scrapeMetrics(port: http, timeout: .seconds(30)) {
+            total(parseSamples($0), "bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000
+        })
         #expect(total(samples, "bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000)
         #expect(total(samples, "bridge_relay_dropped_total", "relay=\"\(floodURL)\"") > 0, "\(samples.filter { $0.key.contains("dropped") })")
         #expect(total(samples, "bridge_relay_reconnects_total", "relay=\"\(relays.first { $0.name == "close-at-once" }!.url)\"") >= 1)
