@@ -198,6 +198,9 @@ public struct BridgeConfiguration: Sendable {
     public var operatorKeys: [XOnlyPublicKey] = []
     /// The fleet list's `d` tag: bridges sharing a site share a list. By default the geohash.
     public var fleetSite: String = ""
+    /// PEM certificates to trust for `wss://` relays instead of the system store (a site's own relays behind a
+    /// private CA); nil = the system store.
+    public var relayCAFile: String?
     /// `BRIDGE_*` variables in the environment that are no setting (most likely misspelt): `run` and
     /// `--print-config` print each on stderr, naming the nearest known variable. Never fatal: the value was
     /// only ignored, and a container may carry variables meant for other tools.
@@ -270,6 +273,7 @@ public struct BridgeConfiguration: Sendable {
         ("relays", "BRIDGE_RELAYS", "operator relay URLs (env: comma-separated)"),
         ("relay_directory", "BRIDGE_RELAY_DIRECTORY", "also use the nearest directory relays (on/off, default on)"),
         ("relay_file", "BRIDGE_RELAY_FILE", "relays.json path"),
+        ("relay_ca_file", "BRIDGE_RELAY_CA_FILE", "PEM certificates trusted for wss:// relays instead of the system store"),
         ("mesh", "BRIDGE_MESH", "bluez, bluez:hciN or tcp://HOST:PORT[?mtu=N][,tcp://…] (default bluez)"),
         ("text_mirror", "BRIDGE_TEXT_MIRROR", "plain-text mirror: off, down, up or both (default down)"),
         ("shadow", "BRIDGE_SHADOW", "spam filter shadow mode (default off)"),
@@ -380,6 +384,10 @@ public struct BridgeConfiguration: Sendable {
             throw .invalid(field: "relays", value: "", reason: "with relay_directory off, at least one relay is needed")
         }
         let relayFile = try string("relay_file")
+        let relayCAFile = try string("relay_ca_file")
+        if let relayCAFile, relayCAFile.isEmpty {
+            throw .invalid(field: "relay_ca_file", value: "", reason: "must be a file path (leave it out for the system store)")
+        }
         let mesh = try MeshSetting(parsing: try string("mesh") ?? "bluez")
 
         // Down by default (reach issue): the channel is public on Nostr already, so no consent question
@@ -484,6 +492,7 @@ public struct BridgeConfiguration: Sendable {
         configuration.syncReplyBudgetBytes = syncReplyBudget
         configuration.operatorKeys = operatorKeys
         configuration.fleetSite = fleetSite
+        configuration.relayCAFile = relayCAFile
         return configuration
     }
 
@@ -563,6 +572,7 @@ public struct BridgeConfiguration: Sendable {
             entry("relays", .array(relays.map(JSONValue.string))),
             entry("relay_directory", .bool(relayDirectory)),
             entry("relay_file", relayFile.map(JSONValue.string) ?? .null),
+            entry("relay_ca_file", relayCAFile.map(JSONValue.string) ?? .null),
             entry("mesh", .string(mesh.description)),
             entry("text_mirror", .string(mirror)),
             entry("shadow", .bool(shadow)),

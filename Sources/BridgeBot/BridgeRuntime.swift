@@ -120,6 +120,11 @@ struct BridgeRuntime: Sendable {
             throw .failure("cannot derive Nostr keys: \(error)")
         }
         let relayURLs = try relayURLs(config)
+        if let caFile = config.relayCAFile {
+            // Read once here so a missing or unreadable file is a configuration error naming the field, not a
+            // certificate failure on every connection.
+            do { _ = try FileIO.read(caFile, maxBytes: 4 << 20) } catch { throw .usage("relay_ca_file: \(error)") }
+        }
         let pool: RelayPool
         do {
             pool = try RelayPool(
@@ -128,7 +133,7 @@ struct BridgeRuntime: Sendable {
                 // before a Schnorr check, and counted by relay and reason (`stale` / `future`).
                 configuration: .init(
                     authKey: nil, freshnessWindow: EventRules.Limits.maxEventAgeSeconds, jitterUnit: { Double.random(in: 0..<1) }),
-                webSocket: .init(caFile: nil, userAgent: "bitchat-bridge/\(BridgeCommandLine.version)"),
+                webSocket: .init(caFile: config.relayCAFile, userAgent: "bitchat-bridge/\(BridgeCommandLine.version)"),
                 logger: logger.child("relays"), unixNow: { Int64(WallClock.nowSeconds()) })
         } catch {
             throw .failure("relays: \(error)")

@@ -33,6 +33,18 @@ struct RunStartTests {
         #expect(result.stderr.contains("'relays'") && result.stderr.contains(url) && result.stderr.contains(reason), "\(result.stderr)")
     }
 
+    @Test("relay_ca_file: shown by --print-config; empty or unreadable exits 64 naming the field")
+    func relayCAFile() async throws {
+        let data = TestEnvironment.temporaryDirectory("run-ca")
+        let missing = data + "/no-such-ca.pem"
+        let printed = try await runBridge(["run", "--print-config"], environment: Self.environment(data, ["BRIDGE_RELAY_CA_FILE": missing]))
+        #expect(printed.status == 0 && printed.stdout.contains(missing), "\(printed.stdout)")
+        let unreadable = try await runBridge(["run"], environment: Self.environment(data, ["BRIDGE_RELAY_CA_FILE": missing]))
+        #expect(unreadable.status == 64 && unreadable.stderr.contains("relay_ca_file") && unreadable.stderr.contains(missing), "\(unreadable.stderr)")
+        let empty = try await runBridge(["run"], environment: Self.environment(data, ["BRIDGE_RELAY_CA_FILE": ""]))
+        #expect(empty.status == 64 && empty.stderr.contains("relay_ca_file"), "\(empty.stderr)")
+    }
+
     @Test("a misspelt BRIDGE_* variable is warned about, naming the nearest one, at --print-config and at run")
     func misspeltVariable() async throws {
         let data = TestEnvironment.temporaryDirectory("run-typo")
