@@ -333,6 +333,17 @@ public struct BridgeConfiguration: Sendable {
             guard let s = json.stringValue else { throw .invalid(field: key, value: JSONWriter.compact(json), reason: "must be a string") }
             return s
         }
+        /// A list setting: comma-separated in the environment, an array of strings in the file (`what` names
+        /// the strings in the error).
+        func strings(_ key: String, what: String) throws(ConfigurationError) -> [String] {
+            let (text, json) = raw(key)
+            if let text { return commaSeparated(text) }
+            guard let json else { return [] }
+            guard let array = json.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
+                throw .invalid(field: key, value: JSONWriter.compact(json), reason: "must be an array of \(what)")
+            }
+            return array.compactMap(\.stringValue)
+        }
         func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
             let (text, json) = raw(key)
             if let text {
@@ -362,16 +373,7 @@ public struct BridgeConfiguration: Sendable {
         }
         let dataDirectory = try string("data_dir")
 
-        var relays: [String] = []
-        let relayRaw = raw("relays")
-        if let text = relayRaw.text {
-            relays = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
-        } else if let json = relayRaw.json {
-            guard let array = json.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
-                throw .invalid(field: "relays", value: JSONWriter.compact(json), reason: "must be an array of URL strings")
-            }
-            relays = array.compactMap(\.stringValue)
-        }
+        let relays = try strings("relays", what: "URL strings")
         for url in relays {
             do {
                 _ = try NetworkURL.parse(url, schemes: ["ws", "wss"])
@@ -447,17 +449,7 @@ public struct BridgeConfiguration: Sendable {
             syncReplyBudget = n
         }
         var operatorKeys: [XOnlyPublicKey] = []
-        let operatorRaw = raw("operator_keys")
-        var operatorTexts: [String] = []
-        if let text = operatorRaw.text {
-            operatorTexts = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
-        } else if let json = operatorRaw.json {
-            guard let array = json.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
-                throw .invalid(field: "operator_keys", value: JSONWriter.compact(json), reason: "must be an array of hex or npub strings")
-            }
-            operatorTexts = array.compactMap(\.stringValue)
-        }
-        for text in operatorTexts {
+        for text in try strings("operator_keys", what: "hex or npub strings") {
             do {
                 let key = try OperatorKeys.parse(text)
                 if !operatorKeys.contains(key) { operatorKeys.append(key) }
@@ -502,6 +494,11 @@ public struct BridgeConfiguration: Sendable {
         sources["data_dir"] = .option
     }
 
+    /// The non-empty, trimmed items of a comma-separated environment value.
+    static func commaSeparated(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+    }
+
     /// `channel_levels`: a comma-separated list (env) or an array of names or lengths (file); `none` (or an
     /// empty list) serves the geohash alone. Each level must be one the geohash has (a parent at an app
     /// level, or `block` under a 6-character geohash); its own level is always served and may be listed.
@@ -512,12 +509,12 @@ public struct BridgeConfiguration: Sendable {
         var names: [String]
         let shown: String
         if let text = raw.text {
-            names = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+            names = commaSeparated(text)
             shown = text
         } else if let json = raw.json {
             shown = JSONWriter.compact(json)
             if let text = json.stringValue {
-                names = text.split(separator: ",").map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+                names = commaSeparated(text)
             } else if let array = json.arrayValue {
                 names = []
                 for element in array {
