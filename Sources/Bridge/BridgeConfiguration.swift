@@ -344,6 +344,13 @@ public struct BridgeConfiguration: Sendable {
             }
             return array.compactMap(\.stringValue)
         }
+        /// A whole number in `range` (env text or file number, as written), or `value` when unset.
+        func integer(_ key: String, default value: Int, in range: ClosedRange<Int>, reason: String) throws(ConfigurationError) -> Int {
+            let (text, json) = raw(key)
+            guard let text = text ?? json.map({ JSONWriter.compact($0) }) else { return value }
+            guard let n = Int(text), range.contains(n) else { throw .invalid(field: key, value: text, reason: reason) }
+            return n
+        }
         func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
             let (text, json) = raw(key)
             if let text {
@@ -424,30 +431,13 @@ public struct BridgeConfiguration: Sendable {
                 throw .invalid(field: "http_listen", value: httpListen, reason: "'\(host)' is neither loopback nor an IP address; " + reason)
             }
         }
-        var powBits = 16
-        let powRaw = raw("pow_bits")
-        if let text = powRaw.text ?? powRaw.json.map({ JSONWriter.compact($0) }) {
-            guard let n = Int(text), (0...Limits.maxPowBits).contains(n) else {
-                throw .invalid(field: "pow_bits", value: text, reason: "must be a whole number from 0 to 32")
-            }
-            powBits = n
-        }
-        var meshPeerTimeout = Limits.defaultMeshPeerTimeout
-        let timeoutRaw = raw("mesh_peer_timeout")
-        if let text = timeoutRaw.text ?? timeoutRaw.json.map({ JSONWriter.compact($0) }) {
-            guard let n = Int(text), Limits.meshPeerTimeoutRange.contains(n) else {
-                throw .invalid(field: "mesh_peer_timeout", value: text, reason: "must be a whole number of seconds from 5 to 3600")
-            }
-            meshPeerTimeout = n
-        }
-        var syncReplyBudget = Limits.defaultSyncReplyBudget
-        let budgetRaw = raw("sync_reply_budget")
-        if let text = budgetRaw.text ?? budgetRaw.json.map({ JSONWriter.compact($0) }) {
-            guard let n = Int(text), Limits.syncReplyBudgetRange.contains(n) else {
-                throw .invalid(field: "sync_reply_budget", value: text, reason: "must be a whole number of bytes per 60 s from 4096 to 4194304")
-            }
-            syncReplyBudget = n
-        }
+        let powBits = try integer("pow_bits", default: 16, in: 0...Limits.maxPowBits, reason: "must be a whole number from 0 to 32")
+        let meshPeerTimeout = try integer(
+            "mesh_peer_timeout", default: Limits.defaultMeshPeerTimeout, in: Limits.meshPeerTimeoutRange,
+            reason: "must be a whole number of seconds from 5 to 3600")
+        let syncReplyBudget = try integer(
+            "sync_reply_budget", default: Limits.defaultSyncReplyBudget, in: Limits.syncReplyBudgetRange,
+            reason: "must be a whole number of bytes per 60 s from 4096 to 4194304")
         var operatorKeys: [XOnlyPublicKey] = []
         for text in try strings("operator_keys", what: "hex or npub strings") {
             do {
