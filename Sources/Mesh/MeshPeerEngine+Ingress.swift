@@ -38,9 +38,10 @@ extension MeshPeerEngine {
             return
         }
         if packet.isRSR {
-            // RSR replies are only accepted for a REQUEST_SYNC we sent in the last 30 s to the link's bound
-            // peer (on an unbound link: to the claimed sender); then the timestamp is not checked (§7.4).
-            guard let requester = syncRequester, requester.acceptsReply(linkPeer: linkBinding[link], sender: packet.sender, now: now)
+            // RSR replies are only accepted for a REQUEST_SYNC we sent in the last 30 s to a direct peer of the
+            // link (on a link with none: to the claimed sender); then the timestamp is not checked (§7.4).
+            guard let requester = syncRequester,
+                  requester.acceptsReply(linkPeers: linkPeers[link] ?? [], sender: packet.sender, now: now)
             else {
                 counters.ingress.add(.unsolicitedRSR)
                 return
@@ -51,14 +52,16 @@ extension MeshPeerEngine {
             counters.ingress.add(.clockSkew)
             return
         }
-        if packet.type == .announce, packet.ttl == MeshPacket.Limits.originTTL, linkBinding[link] == nil, !reassembled {
-            linkBinding[link] = packet.sender
-            // A new direct peer: its initial sync round is due 1 s later (BOARD.md §13.1).
-            syncRequester?.directPeerConnected(packet.sender, now: now)
-        }
         let key = DedupSet.Key(packet)
         if let pool = dedup.lookup(key, now: now) {
             counters.dedup.add(MeshDedupEvent(.duplicate, pool))
+            // The same verified origin-TTL announce on a second link (a phone connected both ways over BLE):
+            // its sender is direct there too.
+            if pool != .unverified, packet.type == .announce, packet.ttl == MeshPacket.Limits.originTTL, !reassembled,
+               table[packet.sender] != nil, markDirect(packet.sender, on: link, now: now)
+            {
+                report(table.setDirect(packet.sender, true, counters: &counters), into: &actions)
+            }
             return
         }
         counters.received.add(packet.type)
@@ -96,7 +99,7 @@ extension MeshPeerEngine {
                 assessment = .unverified
                 if syncRequester != nil {
                     actions.append(.syncRequest(link: link, SyncRequestInput(
-                        packet: packet, linkPeer: linkBinding[link], pinnedKey: table.signingKey(of: packet.sender))))
+                        packet: packet, linkPeers: linkPeers[link] ?? [], pinnedKey: table.signingKey(of: packet.sender))))
                 }
             } catch {
                 counters.decode.add(MeshDecodeRejection(.requestSync, error))
@@ -280,10 +283,13 @@ extension MeshPeerEngine {
             return .rejected
         }
         if !pinBook.pin(claimed) { counters.pins.add(.bookFull) }
+        // A verified announce at origin TTL, not reassembled (reassembled packets carry TTL 0): the sender is a
+        // direct peer of this link — one of several on a shared segment.
+        if packet.ttl == MeshPacket.Limits.originTTL { markDirect(packet.sender, on: link, now: now) }
         let peer = MeshPeer(
             id: packet.sender, nickname: announce.nickname, noisePublicKey: announce.noisePublicKey,
             signingPublicKey: signingKey, capabilities: announce.capabilities, bridgeGeohash: announce.bridgeGeohash,
-            lastSeen: now, isDirect: linkBinding.values.contains(packet.sender)
+            lastSeen: now, isDirect: isDirectAnywhere(packet.sender)
         )
         let evicted = table.recordAnnounce(peer, now: now, counters: &counters)
         report(evicted, into: &actions)

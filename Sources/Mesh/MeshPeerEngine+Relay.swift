@@ -17,12 +17,17 @@ extension MeshPeerEngine {
             counters.relay.add(.ttlExhausted)
             return
         }
-        let fromPeer = linkBinding[ingress]
+        // Split horizon per link: never back onto the ingress link, nor onto a link whose direct peers all
+        // heard this frame already (each is also a direct peer of the ingress link, where everyone hears every
+        // frame: a phone connected to us twice, or a segment's phones that are also on another segment).
+        let heard = linkPeers[ingress] ?? []
         var candidates = links.keys.filter { link in
-            link != ingress && (fromPeer == nil || linkBinding[link] != fromPeer)
+            guard link != ingress else { return false }
+            guard let peers = linkPeers[link], !peers.isEmpty else { return true }
+            return !peers.isSubset(of: heard)
         }.sorted()
         if !packet.isBroadcast, let recipient = packet.recipient {
-            let direct = candidates.filter { linkBinding[$0] == recipient }
+            let direct = candidates.filter { linkPeers[$0]?.contains(recipient) == true }
             if !direct.isEmpty { candidates = direct }
         } else if packet.type != .fragment, packet.type != .announce {
             candidates = Self.fanOutSubset(candidates, dedupKey: MeshMessageIdentity.dedupKey(packet))

@@ -91,7 +91,11 @@ public struct MeshPeerEngine {
     public internal(set) var counters = MeshCounters()
 
     var links: [MeshLinkID: Int] = [:]
-    var linkBinding: [MeshLinkID: MeshPeerID] = [:]
+    /// The direct peers of each link: those whose origin-TTL announce verified on it. A BLE link carries one
+    /// phone; a radio-hub segment (one TCP link for us) is a shared medium carrying many, and every one of
+    /// them hears every frame sent on it (issue 22). Bounded by the peer table: a peer leaves every set when
+    /// it leaves the table (``lost(_:_:into:)``).
+    var linkPeers: [MeshLinkID: Set<MeshPeerID>] = [:]
     var table = PeerTable()
     var dedup = DedupSet()
     var gate = RelayGate()
@@ -129,7 +133,11 @@ public struct MeshPeerEngine {
         if let key = table.signingKey(of: sender) { return (key, true) }
         return pinBook[sender].map { ($0.signingPublicKey, false) }
     }
-    public func boundPeer(of link: MeshLinkID) -> MeshPeerID? { linkBinding[link] }
+    /// The direct peers heard on `link` (empty for an unknown link or one no verified peer announced on yet).
+    public func directPeers(on link: MeshLinkID) -> Set<MeshPeerID> { linkPeers[link] ?? [] }
+
+    /// Whether `peer` is a direct peer of any link.
+    func isDirectAnywhere(_ peer: MeshPeerID) -> Bool { linkPeers.values.contains { $0.contains(peer) } }
 
     public mutating func handle(
         _ input: MeshInput,
@@ -147,7 +155,7 @@ public struct MeshPeerEngine {
             }
         case .linkDown(let link):
             links[link] = nil
-            if let peer = linkBinding.removeValue(forKey: link), !linkBinding.values.contains(peer) {
+            for peer in (linkPeers.removeValue(forKey: link) ?? []).sorted() where !isDirectAnywhere(peer) {
                 report(table.setDirect(peer, false, counters: &counters), into: &actions)
                 syncRequester?.directPeerDisconnected(peer)
             }
@@ -199,7 +207,7 @@ public struct MeshPeerEngine {
             pinBook.forget(held)
             counters.pins.add(.forgotten, held.count)
         case .sendSyncRequest(let peer, let payload):
-            let targets = links.keys.filter { linkBinding[$0] == peer }.sorted()
+            let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
             let packet = MeshPacket(type: .requestSync, ttl: 0, timestamp: now, sender: identity.peerID, recipient: peer, payload: payload.encode())
             guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { break }
             counters.originated.add(.requestSync)
@@ -289,6 +297,12 @@ public struct MeshPeerEngine {
     // MARK: Peers
 
     mutating func lost(_ id: MeshPeerID, _ reason: MeshPeerLossReason, into actions: inout [MeshAction]) {
+        // Gone from the table, gone from every link: its next origin-TTL announce makes it direct again (and
+        // schedules its initial sync round again).
+        if isDirectAnywhere(id) {
+            for link in linkPeers.keys { linkPeers[link]?.remove(id) }
+            syncRequester?.directPeerDisconnected(id)
+        }
         switch reason {
         case .timeout: counters.peers.add(.lostTimeout)
         case .leave: counters.peers.add(.lostLeave)
@@ -300,6 +314,19 @@ public struct MeshPeerEngine {
     /// Reports peers the table evicted to make room.
     mutating func report(_ evicted: [MeshPeerID], into actions: inout [MeshAction]) {
         for id in evicted { lost(id, .evicted, into: &actions) }
+    }
+
+    /// A verified origin-TTL announce from `peer` was heard on `link` (or its duplicate, already verified):
+    /// `peer` is a direct peer there. Returns true when it was direct on no link before (its initial sync
+    /// round is then scheduled, BOARD.md §13.1).
+    @discardableResult
+    mutating func markDirect(_ peer: MeshPeerID, on link: MeshLinkID, now: UInt64) -> Bool {
+        guard links[link] != nil, linkPeers[link]?.contains(peer) != true else { return false }
+        let wasDirect = isDirectAnywhere(peer)
+        linkPeers[link, default: []].insert(peer)
+        guard !wasDirect else { return false }
+        syncRequester?.directPeerConnected(peer, now: now)
+        return true
     }
 
     /// Verified traffic from a peer in the table (message, leave, uplink): refreshes and establishes it.

@@ -41,7 +41,7 @@ public struct MeshPeer: Sendable, Equatable {
     public var bridgeGeohash: String?
     /// ms of the last verified traffic.
     public var lastSeen: UInt64
-    /// True when one of our links is bound to this peer (it announced to us with TTL 7).
+    /// True when this peer is a direct peer of one of our links (its announce verified there at TTL 7).
     public var isDirect: Bool
 }
 

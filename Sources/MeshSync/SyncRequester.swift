@@ -96,11 +96,14 @@ public struct SyncRequester: Sendable {
     /// Registers a request sent outside the schedule (e.g. a targeted fragment resync).
     public mutating func registerRequest(to peer: MeshPeerID, now: UInt64) { lastRequest[peer] = now }
 
-    /// Whether an RSR frame may be taken: a request to `linkPeer` (or, on an unbound link, to the claimed
-    /// `sender`) within the last 30 s.
-    public func acceptsReply(linkPeer: MeshPeerID?, sender: MeshPeerID, now: UInt64) -> Bool {
-        guard let at = lastRequest[linkPeer ?? sender] else { return false }
-        return now >= at && now - at <= configuration.replyWindowMs
+    /// Whether an RSR frame may be taken: a request within the last 30 s to one of the link's direct peers
+    /// `linkPeers` (an RSR frame is a stored packet, its sender is the original author, not the responder;
+    /// on a shared segment any of its direct peers may be answering), or, on a link with none, to the
+    /// claimed `sender`.
+    public func acceptsReply(linkPeers: Set<MeshPeerID>, sender: MeshPeerID, now: UInt64) -> Bool {
+        func recent(_ at: UInt64) -> Bool { now >= at && now - at <= configuration.replyWindowMs }
+        guard !linkPeers.isEmpty else { return lastRequest[sender].map(recent) ?? false }
+        return lastRequest.contains { linkPeers.contains($0.key) && recent($0.value) }
     }
 
     private static func next(after now: UInt64, from scheduled: UInt64, every interval: UInt64) -> UInt64 {

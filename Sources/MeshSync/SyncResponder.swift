@@ -5,14 +5,15 @@ public import BotSupport
 /// One REQUEST_SYNC as it reached the engine, with what the responder must know about its link and sender.
 public struct SyncRequestInput: Sendable, Equatable {
     public var packet: MeshPacket
-    /// The peer the ingress link is bound to (MESH-WIRE §4.7.6), nil on an unbound link.
-    public var linkPeer: MeshPeerID?
+    /// The direct peers of the ingress link (MESH-WIRE §4.7.6: the peers whose origin-TTL announce verified
+    /// on it): one on a BLE link, any number on a shared radio segment; empty on a link none announced on yet.
+    public var linkPeers: Set<MeshPeerID>
     /// The Ed25519 key pinned for ``MeshPacket/sender`` from its verified announce, nil when none is known.
     public var pinnedKey: Ed25519PublicKey?
 
-    public init(packet: MeshPacket, linkPeer: MeshPeerID?, pinnedKey: Ed25519PublicKey?) {
+    public init(packet: MeshPacket, linkPeers: Set<MeshPeerID>, pinnedKey: Ed25519PublicKey?) {
         self.packet = packet
-        self.linkPeer = linkPeer
+        self.linkPeers = linkPeers
         self.pinnedKey = pinnedKey
     }
 }
@@ -21,7 +22,8 @@ public struct SyncRequestInput: Sendable, Equatable {
 public enum SyncRefusal: String, CounterKey, CaseIterable, Sendable {
     /// TTL ≠ 0 (REQUEST_SYNC is link-local).
     case ttlNotZero = "ttl_not_zero"
-    /// On a bound link, the sender is not the bound peer.
+    /// The sender is not a direct peer of the link the request came on (a link with direct peers only
+    /// answers them; iOS binds a link to its one peer, BOARD.md §9.4 check 2).
     case senderNotLinkPeer = "sender_not_link_peer"
     /// No signature.
     case unsigned
@@ -72,7 +74,8 @@ public struct SyncAnswer: Sendable, Equatable {
 /// Answers REQUEST_SYNC exactly as BOARD.md §9.4 describes iOS (`BLEService.handleRequestSync` →
 /// `GossipSyncManager._handleRequestSync`), paced by a shared ``AirtimeBudget``.
 ///
-/// Checks, in iOS order: TTL 0; on a bound link the sender is the bound peer; the signature verifies under
+/// Checks, in iOS order: TTL 0; the sender is a direct peer of the link (when the link has any — iOS's
+/// bound peer, generalised to shared segments); the signature verifies under
 /// the sender's pinned key; the payload decodes; < 8 answered requests in the sliding 30 s window (the cutoff
 /// inclusive). Then for the requested types (absent = announce + message), in the order announce, message,
 /// fragment, file, board, every stored packet whose ID is not in the filter — and, except announces and
@@ -123,7 +126,7 @@ public struct SyncResponder: Sendable {
             return .refused(peer, reason)
         }
         guard packet.ttl == 0 else { return refuse(.ttlNotZero) }
-        if let linkPeer = input.linkPeer, linkPeer != peer { return refuse(.senderNotLinkPeer) }
+        if !input.linkPeers.isEmpty, !input.linkPeers.contains(peer) { return refuse(.senderNotLinkPeer) }
         guard packet.signature != nil else { return refuse(.unsigned) }
         guard let key = input.pinnedKey else { return refuse(.noPinnedKey) }
         guard packet.verifySignature(key).isValid else { return refuse(.badSignature) }

@@ -68,7 +68,7 @@ struct LatePhoneDifferentialTests {
         let key = try Ed25519PublicKey(rawRepresentation: Hex.decode(request["signingKey"]?.stringValue ?? ""))
         var responder = SyncResponder()
         let answer = responder.answer(
-            SyncRequestInput(packet: packet, linkPeer: packet.sender, pinnedKey: key), gossip: store, board: store, now: now + 5_000)
+            SyncRequestInput(packet: packet, linkPeers: [packet.sender], pinnedKey: key), gossip: store, board: store, now: now + 5_000)
         #expect(answer.refusal == nil)
         #expect(answer.withheld == 0)
         let repliesPath = directory + "/replies-\(types).txt"

@@ -17,7 +17,7 @@ struct ResponderTests {
     }
 
     func input(_ packet: MeshPacket, link: MeshPeerID? = nil, key: Ed25519PublicKey?? = nil) -> SyncRequestInput {
-        SyncRequestInput(packet: packet, linkPeer: link ?? packet.sender, pinnedKey: key ?? alice.key.publicKey)
+        SyncRequestInput(packet: packet, linkPeers: [link ?? packet.sender], pinnedKey: key ?? alice.key.publicKey)
     }
 
     static let empty = RequestSyncPayload(p: 7, m: 1, data: [])
@@ -43,7 +43,7 @@ struct ResponderTests {
         #expect(responder.counters.refused.total == cases.count)
         for (_, reason) in cases { #expect(responder.counters.refused[reason] == 1) }
         // An unbound link does not check the sender.
-        #expect(responder.answer(SyncRequestInput(packet: good, linkPeer: nil, pinnedKey: alice.key.publicKey), gossip: gossip, board: board, now: now).refusal == nil)
+        #expect(responder.answer(SyncRequestInput(packet: good, linkPeers: [], pinnedKey: alice.key.publicKey), gossip: gossip, board: board, now: now).refusal == nil)
     }
 
     @Test("≤ 8 answered requests per 30 s per peer; the cutoff is inclusive")
@@ -57,7 +57,7 @@ struct ResponderTests {
         #expect(responder.answer(request, gossip: gossip, board: board, now: now + 30_001).refusal == nil)
         // Another peer has its own window.
         let bob = Phone(2)
-        let bobs = SyncRequestInput(packet: bob.request(Self.empty, at: now, to: bridgeID), linkPeer: bob.id, pinnedKey: bob.key.publicKey)
+        let bobs = SyncRequestInput(packet: bob.request(Self.empty, at: now, to: bridgeID), linkPeers: [bob.id], pinnedKey: bob.key.publicKey)
         #expect(responder.answer(bobs, gossip: gossip, board: board, now: now + 9).refusal == nil)
     }
 
@@ -131,7 +131,7 @@ struct ResponderTests {
         var sent = 0
         for n in 0..<50 {
             let phone = Phone(UInt8(100 + n))
-            let request = SyncRequestInput(packet: phone.request(Self.empty, at: now, to: bridgeID), linkPeer: phone.id, pinnedKey: phone.key.publicKey)
+            let request = SyncRequestInput(packet: phone.request(Self.empty, at: now, to: bridgeID), linkPeers: [phone.id], pinnedKey: phone.key.publicKey)
             for _ in 0..<8 {
                 let answer = responder.answer(request, gossip: gossip, board: board, now: now + UInt64(n))
                 sent += answer.frames.reduce(0) { $0 + $1.count }
@@ -170,9 +170,9 @@ struct RequesterTests {
         #expect(requester.nextWakeUp == t0 + 1_100)
         #expect(requester.due(now: t0 + 1_099).isEmpty)
         #expect(requester.due(now: t0 + 1_100) == [SyncRound(peer: a, types: [.announce, .message, .board])])
-        #expect(requester.acceptsReply(linkPeer: a, sender: MeshPeerID(rawValue: 77), now: t0 + 31_100))
-        #expect(!requester.acceptsReply(linkPeer: a, sender: a, now: t0 + 31_101), "30 s window")
-        #expect(!requester.acceptsReply(linkPeer: b, sender: a, now: t0 + 2_000), "no request to the link's peer")
+        #expect(requester.acceptsReply(linkPeers: [a], sender: MeshPeerID(rawValue: 77), now: t0 + 31_100))
+        #expect(!requester.acceptsReply(linkPeers: [a], sender: a, now: t0 + 31_101), "30 s window")
+        #expect(!requester.acceptsReply(linkPeers: [b], sender: a, now: t0 + 2_000), "no request to the link's peer")
         requester.directPeerConnected(b, now: t0 + 20_000)
         #expect(requester.nextWakeUp == t0 + 21_000)
         _ = requester.due(now: t0 + 21_000)
@@ -190,8 +190,11 @@ struct RequesterTests {
         // A missed tick is not replayed: one round, then the next on the grid.
         #expect(requester.due(now: t0 + 500_000).count == 2)
         #expect(requester.nextWakeUp == t0 + 510_000)
-        // Unbound link: the claimed sender is the key.
-        #expect(requester.acceptsReply(linkPeer: nil, sender: b, now: t0 + 500_001))
+        // A link with no direct peer: the claimed sender is the key.
+        #expect(requester.acceptsReply(linkPeers: [], sender: b, now: t0 + 500_001))
+        // A shared segment: a request to any of its direct peers opens the window for the link.
+        #expect(requester.acceptsReply(linkPeers: [MeshPeerID(rawValue: 9), b], sender: MeshPeerID(rawValue: 77), now: t0 + 500_001))
+        #expect(!requester.acceptsReply(linkPeers: [MeshPeerID(rawValue: 9)], sender: b, now: t0 + 500_001))
     }
 
     @Test("the request payload lists what the bridge holds; since appears when the store exceeds the filter")

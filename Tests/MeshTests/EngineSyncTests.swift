@@ -77,7 +77,7 @@ struct EngineSyncTests {
             payload: RequestSyncPayload(p: 7, m: 1, data: []).encode()
         ).signed(with: phone.signing)
         let actions = h.feed(try request.encode())
-        let expected = SyncRequestInput(packet: try MeshPacket.decode(request.encode()), linkPeer: phone.id, pinnedKey: phone.signing.publicKey)
+        let expected = SyncRequestInput(packet: try MeshPacket.decode(request.encode()), linkPeers: [phone.id], pinnedKey: phone.signing.publicKey)
         #expect(actions.contains(.syncRequest(link: h.link, expected)))
         #expect(!actions.contains { if case .transmit = $0 { true } else { false } }, "never relayed")
         // A reply larger than the MTU is cut into fragments that keep TTL 0 and RSR.

@@ -68,7 +68,7 @@ struct PeerEngineTests {
         var h = EngineHarness()
         let phone = Phone()
         let actions = h.feed(try phone.announce(at: h.now))
-        #expect(h.engine.boundPeer(of: h.link) == phone.id)
+        #expect(h.engine.directPeers(on: h.link) == [phone.id])
         #expect(h.engine.peers[phone.id]?.isDirect == true)
         #expect(actions.contains { if case .peerVerified(let p) = $0 { p.id == phone.id } else { false } })
         let message = h.feed(try phone.message("hi", at: h.now + 1))
