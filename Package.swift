@@ -35,13 +35,16 @@ let package = Package(
         .target(name: "BitchatWire", dependencies: ["BotCrypto", "BotSupport", "BotCompression"]),
         // Gossip sync and the bulletin board: stores, responder, requester (pure; time passed in).
         .target(name: "MeshSync", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
+        // The mesh peer engine and its types (pure: inputs in, actions out, time passed in).
         .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "MeshSync"]),
+        // Runs an engine against a transport: MeshNode (time, timers), the transport contract, inbound queues, in-process air.
+        .target(name: "MeshRuntime", dependencies: ["Mesh", "BitchatWire", "BotSupport"]),
         // The sync stores made durable in the bridge database (SQLite through BotStorage).
         .target(name: "MeshSyncStorage", dependencies: ["MeshSync", "BitchatWire", "BotStorage", "BotSupport"]),
         // Loopback-TCP "air" for separate processes (POSIX sockets, one poll() owner thread per endpoint).
-        .target(name: "VirtualRadio", dependencies: ["Mesh", "BotSupport"]),
+        .target(name: "VirtualRadio", dependencies: ["Mesh", "MeshRuntime", "BotSupport"]),
         // The BLE radio: BlueZ over sd-bus (one owner thread for the bus); the only importer of CSystemd.
-        .target(name: "BlueZ", dependencies: ["CSystemd", "Mesh", "BitchatWire", "BotCrypto", "BotSupport"]),
+        .target(name: "BlueZ", dependencies: ["CSystemd", "Mesh", "MeshRuntime", "BitchatWire", "BotCrypto", "BotSupport"]),
 
         // Internet side I/O: the libwebsockets service thread, then relay connections and the pool.
         .target(name: "WebSocketRuntime", dependencies: ["BotSupport", "CLibWebSockets"]),
@@ -55,7 +58,7 @@ let package = Package(
         .target(
             name: "Bridge",
             dependencies: [
-                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "MeshSync", "ModerationLog",
+                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "MeshRuntime", "MeshSync", "ModerationLog",
                 "Nostr", "SpamFilter",
             ]
         ),
@@ -68,7 +71,7 @@ let package = Package(
             name: "BridgeBot",
             dependencies: [
                 "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
-                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "VirtualRadio", "BlueZ", "BotProcess",
+                "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "MeshRuntime", "VirtualRadio", "BlueZ", "BotProcess",
                 "SpamFilter", "SpamFilterReference", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
             ]
         ),
@@ -102,20 +105,20 @@ let package = Package(
         ),
         .testTarget(
             name: "MeshTests",
-            dependencies: ["Mesh", "MeshSync", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"],
+            dependencies: ["Mesh", "MeshRuntime", "MeshSync", "BitchatWire", "BotCrypto", "BotSupport", "VirtualRadio", "BridgeTestSupport"],
             // The bitchat-cli driver is run from its source path (#filePath), not bundled.
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "BridgeTests",
             dependencies: [
-                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "Nostr",
+                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
                 "SpamFilter", "ModerationLog", "MeshSync", "MeshSyncStorage",
             ]
         ),
         .testTarget(
             name: "BlueZTests",
-            dependencies: ["BlueZ", "Mesh", "BitchatWire", "BotCrypto", "BotSupport", "BridgeTestSupport"],
+            dependencies: ["BlueZ", "Mesh", "MeshRuntime", "BitchatWire", "BotCrypto", "BotSupport", "BridgeTestSupport"],
             exclude: ["Fixtures"]
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).

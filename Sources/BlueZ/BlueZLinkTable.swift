@@ -1,5 +1,6 @@
 public import BotSupport
 public import Mesh
+public import MeshRuntime
 public import BitchatWire
 import BotCrypto
 

@@ -1,5 +1,6 @@
 import BotSupport
 import Mesh
+import MeshRuntime
 
 /// Frames on both GATT roles' links, and the central role's connect sequence (its decisions are
 /// ``CentralConnector``'s; this file makes the D-Bus calls and feeds back the replies).

@@ -2,6 +2,7 @@ import BotSupport
 import Mesh
 #if canImport(Glibc)
 import Glibc
+import MeshRuntime
 #endif
 
 /// Registration with BlueZ, and what makes it go away and come back: bluetoothd restarts, our adapter

@@ -1,4 +1,5 @@
 public import Mesh
+public import MeshRuntime
 public import BotSupport
 import Synchronization
 #if canImport(Glibc)

@@ -4,7 +4,8 @@ import BotStorage
 public import BotSupport
 import Geohash
 public import IdentityCache
-public import Mesh
+import Mesh
+public import MeshRuntime
 import ModerationLog
 public import MeshSync
 import Nostr

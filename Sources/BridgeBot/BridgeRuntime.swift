@@ -8,6 +8,7 @@ import Console
 import Geohash
 import IdentityCache
 import Mesh
+import MeshRuntime
 import MeshSync
 import MeshSyncStorage
 import ModerationLog

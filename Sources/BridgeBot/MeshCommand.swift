@@ -4,6 +4,7 @@ import BotSupport
 import BlueZ
 import Bridge
 import Mesh
+import MeshRuntime
 import VirtualRadio
 
 /// `bitchat-bridge mesh listen|say`: join a mesh as a bitchat peer (signed announces, relaying) from the

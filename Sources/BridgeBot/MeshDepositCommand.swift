@@ -2,6 +2,7 @@ import BitchatWire
 import BotCrypto
 import BotSupport
 import Mesh
+import MeshRuntime
 import Nostr
 import VirtualRadio
 

@@ -2,6 +2,7 @@ import BotSupport
 import Bridge
 import Console
 import Mesh
+import MeshRuntime
 import Nostr
 import NostrRelay
 

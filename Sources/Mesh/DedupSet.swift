@@ -1,3 +1,4 @@
+import BotSupport
 import BitchatWire
 import BotCrypto
 

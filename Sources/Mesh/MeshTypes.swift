@@ -2,6 +2,14 @@ public import BitchatWire
 public import BotCrypto
 public import MeshSync
 
+/// Identifies one link (one BLE connection, one TCP connection to a radio hub, one simulated edge) within a node.
+public struct MeshLinkID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "link\(rawValue)" }
+    public static func < (lhs: MeshLinkID, rhs: MeshLinkID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// Who this node is on the mesh. Plain values: the caller decides where keys come from.
 public struct MeshIdentity: Sendable {
     /// X25519 static public key (32 bytes): announce TLV 0x02, and the source of the peer ID.
@@ -172,7 +180,7 @@ public enum MeshAction: Sendable, Equatable {
     case peersResync([MeshPeer])
 
     /// True for the actions that change the set of live peers (what ``peersResync(_:)`` repairs).
-    var changesPeers: Bool {
+    public var changesPeers: Bool {
         switch self {
         case .peerVerified, .peerLost: true
         default: false

@@ -1,5 +1,6 @@
 public import BotSupport
 public import Mesh
+public import MeshRuntime
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import BitchatWire
 import BotCrypto
 import Mesh
 @testable import BlueZ
+import MeshRuntime
 
 /// Signed frames from a fresh identity (real Ed25519/X25519, the codec under test elsewhere).
 struct TestPeer {

@@ -10,6 +10,7 @@ import MeshSyncStorage
 import Nostr
 import Synchronization
 import Testing
+import MeshRuntime
 
 /// The durable ledger as the coordinator sees it (the bridge wraps it the same way in `BridgeRuntime`).
 final class LedgerAdapter: BoardNostrLedgering, @unchecked Sendable {

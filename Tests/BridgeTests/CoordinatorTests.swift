@@ -7,6 +7,7 @@ import Foundation
 import Geohash
 import IdentityCache
 import Mesh
+import MeshRuntime
 import MeshSync
 import MeshSyncStorage
 import ModerationLog

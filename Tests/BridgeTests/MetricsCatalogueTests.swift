@@ -3,6 +3,7 @@ import Bridge
 import BitchatWire
 import Foundation
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 
 /// The README's metric table and the catalogue are one list (issue 15: "The README's metric list is checked

@@ -1,5 +1,6 @@
 import BotSupport
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 
 /// The transports' inbound path: a budget per link, round-robin delivery, drops counted by reason and link.

@@ -1,6 +1,7 @@
 import BitchatWire
 import BotSupport
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 
 /// Issue 15, one lifecycle: the node wakes on its clock (no 5/50 ms poll), keeps enqueued inputs in order,

@@ -4,6 +4,7 @@ import BotSupport
 import BridgeTestSupport
 import Foundation
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 @testable import VirtualRadio
 #if canImport(Glibc)

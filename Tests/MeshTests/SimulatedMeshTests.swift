@@ -2,6 +2,7 @@ import BotSupport
 import BitchatWire
 import BotCrypto
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 
 func makeIdentity(_ name: String) -> MeshIdentity {

@@ -3,6 +3,7 @@ import BotSupport
 import BridgeTestSupport
 import Foundation
 @testable import Mesh
+@testable import MeshRuntime
 import Testing
 import VirtualRadio
 

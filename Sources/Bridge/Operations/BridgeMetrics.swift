@@ -2,6 +2,7 @@ public import BotSupport
 import BitchatWire
 import IdentityCache
 public import Mesh
+public import MeshRuntime
 import MeshSync
 import ModerationLog
 

@@ -1,13 +1,15 @@
 /// A binary min-heap: `push` and `pop` in O(log n), the smallest element at `first`. Elements that compare
 /// equal leave in no particular order, so callers that need FIFO ties put a sequence number in the element.
-struct MinHeap<Element: Comparable> {
-    private(set) var items: [Element] = []
+public struct MinHeap<Element: Comparable> {
+    public init() {}
 
-    var first: Element? { items.first }
-    var count: Int { items.count }
-    var isEmpty: Bool { items.isEmpty }
+    public private(set) var items: [Element] = []
 
-    mutating func push(_ element: Element) {
+    public var first: Element? { items.first }
+    public var count: Int { items.count }
+    public var isEmpty: Bool { items.isEmpty }
+
+    public mutating func push(_ element: Element) {
         items.append(element)
         var child = items.count - 1
         while child > 0 {
@@ -18,7 +20,7 @@ struct MinHeap<Element: Comparable> {
         }
     }
 
-    mutating func pop() -> Element? {
+    public mutating func pop() -> Element? {
         guard !items.isEmpty else { return nil }
         items.swapAt(0, items.count - 1)
         let top = items.removeLast()
@@ -35,15 +37,21 @@ struct MinHeap<Element: Comparable> {
         return top
     }
 
-    mutating func removeAll() { items.removeAll() }
+    public mutating func removeAll() { items.removeAll() }
 }
 
 /// An item due at `due`, ordered by (due, sequence) so that items due together keep their insertion order.
-struct Timed<Item>: Comparable {
-    let due: UInt64
-    let sequence: UInt64
-    let item: Item
+public struct Timed<Item>: Comparable {
+    public let due: UInt64
+    public let sequence: UInt64
+    public let item: Item
 
-    static func < (lhs: Timed, rhs: Timed) -> Bool { (lhs.due, lhs.sequence) < (rhs.due, rhs.sequence) }
-    static func == (lhs: Timed, rhs: Timed) -> Bool { (lhs.due, lhs.sequence) == (rhs.due, rhs.sequence) }
+    public init(due: UInt64, sequence: UInt64, item: Item) {
+        self.due = due
+        self.sequence = sequence
+        self.item = item
+    }
+
+    public static func < (lhs: Timed, rhs: Timed) -> Bool { (lhs.due, lhs.sequence) < (rhs.due, rhs.sequence) }
+    public static func == (lhs: Timed, rhs: Timed) -> Bool { (lhs.due, lhs.sequence) == (rhs.due, rhs.sequence) }
 }

@@ -1,12 +1,5 @@
+public import Mesh
 public import BotSupport
-/// Identifies one link (one BLE connection, one TCP connection to a radio hub, one simulated edge) within a node.
-public struct MeshLinkID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let rawValue: UInt64
-    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
-    public var description: String { "link\(rawValue)" }
-    public static func < (lhs: MeshLinkID, rhs: MeshLinkID) -> Bool { lhs.rawValue < rhs.rawValue }
-}
-
 /// What a transport reports to the node that owns it.
 public enum MeshTransportEvent: Sendable, Equatable {
     /// A link came up; `mtu` is the largest frame one write may carry (BLE: ATT MTU − 3).

@@ -1,16 +1,18 @@
 /// A first-in first-out queue on an array with a moving head: `append` and `popFirst` are O(1) amortised
 /// (the consumed prefix is dropped once it is more than half of the array, or at once when all is consumed).
-struct FIFOQueue<Element> {
+public struct FIFOQueue<Element> {
+    public init() {}
+
     private var items: [Element] = []
     private var head = 0
 
-    var count: Int { items.count - head }
-    var isEmpty: Bool { head == items.count }
-    var first: Element? { isEmpty ? nil : items[head] }
+    public var count: Int { items.count - head }
+    public var isEmpty: Bool { head == items.count }
+    public var first: Element? { isEmpty ? nil : items[head] }
 
-    mutating func append(_ element: Element) { items.append(element) }
+    public mutating func append(_ element: Element) { items.append(element) }
 
-    mutating func popFirst() -> Element? {
+    public mutating func popFirst() -> Element? {
         guard !isEmpty else { return nil }
         let element = items[head]
         head += 1

@@ -1,3 +1,4 @@
+public import Mesh
 import BotSupport
 import Synchronization
 
