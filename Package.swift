@@ -31,7 +31,10 @@ let package = Package(
         .target(name: "Geohash"),
         .target(name: "RelayDirectory", dependencies: ["Geohash", "BotSupport"]),
         .target(name: "Nostr", dependencies: ["BotCrypto", "BotSupport"]),
-        .target(name: "IdentityCache", dependencies: ["BotCrypto", "BotStorage", "BotSupport"]),
+        // Identities as data (pure): keys of both networks, the operator's lists, sightings, UTC days.
+        .target(name: "Identity", dependencies: ["BotCrypto", "BotSupport"]),
+        // The bounded stranger cache over its stores (STRANGER-CACHE): retention rules, in-memory and SQLite stores.
+        .target(name: "IdentityCache", dependencies: ["Identity", "BotCrypto", "BotStorage", "BotSupport"]),
         .target(name: "BitchatWire", dependencies: ["BotCrypto", "BotSupport", "BotCompression"]),
         // Gossip sync and the bulletin board: stores, responder, requester (pure; time passed in).
         .target(name: "MeshSync", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
@@ -52,27 +55,30 @@ let package = Package(
         .target(name: "SpamFilter", dependencies: ["BotSupport"], exclude: ["README.md"]),
         // The exhaustive reference the tests and `bench spam` compare the filter against (not used by the bridge).
         .target(name: "SpamFilterReference", dependencies: ["SpamFilter"]),
-        .target(name: "ModerationLog", dependencies: ["SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
+        // What the bridge hid, as data (pure): the rule of each hide and the moderation-log row.
+        .target(name: "Moderation", dependencies: ["SpamFilter", "BotCrypto", "BotSupport"]),
+        // The moderation log (SQLite): retention, queries, export.
+        .target(name: "ModerationLog", dependencies: ["Moderation", "SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
 
         // The product core and the executable.
         .target(
             name: "Bridge",
             dependencies: [
-                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "MeshRuntime", "MeshSync", "ModerationLog",
+                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "MeshSync", "Moderation", "ModerationLog",
                 "Nostr", "SpamFilter",
             ]
         ),
         // The moderation console on the bridge's HTTP listener: access (token, sessions, same-origin), audit, routes, pages.
         .target(
             name: "Console",
-            dependencies: ["Bridge", "BotSupport", "BotStorage", "BotCrypto", "IdentityCache", "ModerationLog", "SpamFilter", "WebSocketRuntime"]
+            dependencies: ["Bridge", "BotSupport", "BotStorage", "BotCrypto", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "WebSocketRuntime"]
         ),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
-                "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Nostr", "NostrRelay",
+                "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
                 "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "MeshRuntime", "VirtualRadio", "BlueZ", "BotProcess",
-                "SpamFilter", "SpamFilterReference", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
+                "SpamFilter", "SpamFilterReference", "Moderation", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
             ]
         ),
 
@@ -112,8 +118,8 @@ let package = Package(
         .testTarget(
             name: "BridgeTests",
             dependencies: [
-                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
-                "SpamFilter", "ModerationLog", "MeshSync", "MeshSyncStorage",
+                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
+                "SpamFilter", "Moderation", "ModerationLog", "MeshSync", "MeshSyncStorage",
             ]
         ),
         .testTarget(
@@ -135,13 +141,13 @@ let package = Package(
             name: "WebSocketRuntimeTests",
             dependencies: ["WebSocketRuntime", "BotSupport", "BridgeTestSupport"]
         ),
-        .testTarget(name: "IdentityCacheTests", dependencies: ["IdentityCache", "BotStorage", "BotCrypto", "BotSupport", "BotProcess"]),
+        .testTarget(name: "IdentityCacheTests", dependencies: ["Identity", "IdentityCache", "BotStorage", "BotCrypto", "BotSupport", "BotProcess"]),
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
         .testTarget(
             name: "ConsoleTests",
-            dependencies: ["Console", "Bridge", "WebSocketRuntime", "BotSupport", "BotStorage", "IdentityCache", "ModerationLog", "SpamFilter"]
+            dependencies: ["Console", "Bridge", "WebSocketRuntime", "BotSupport", "BotStorage", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter"]
         ),
-        .testTarget(name: "ModerationLogTests", dependencies: ["ModerationLog", "SpamFilter", "BotStorage", "BotSupport", "BotProcess"]),
+        .testTarget(name: "ModerationLogTests", dependencies: ["Moderation", "ModerationLog", "SpamFilter", "BotStorage", "BotSupport", "BotProcess"]),
     ]
 )
 

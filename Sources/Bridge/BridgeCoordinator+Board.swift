@@ -10,6 +10,7 @@ import MeshSync
 import Nostr
 import SpamFilter
 import Synchronization
+import Identity
 
 /// The coordinator's board (BOARD.md): board posts judged like mesh messages, other islands' board packets
 /// carried in from Nostr, accepted posts and tombstones copied to Nostr (§11), and the operator's notices.

@@ -10,6 +10,7 @@ import MeshSync
 import Nostr
 import SpamFilter
 import Synchronization
+import Identity
 
 /// The coordinator's intake: events from the relay pool (channel and rendezvous events to the router, fleet
 /// lists, board notes and deletions) and the mesh node's actions (verified and lost peers, which set the

@@ -3,13 +3,14 @@ import BotCrypto
 import BotStorage
 public import BotSupport
 import Geohash
-public import IdentityCache
+import IdentityCache
 import Mesh
 import ModerationLog
 import MeshSync
 import Nostr
 public import SpamFilter
 import Synchronization
+public import Identity
 
 /// The coordinator's operator side: queued operator inputs, the SIGHUP policy reload, fleet moderation
 /// (the fleet list kept, offered, merged into the judge, published from the console) and the console's calls

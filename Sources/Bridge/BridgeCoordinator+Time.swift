@@ -10,6 +10,7 @@ public import MeshSync
 import Nostr
 import SpamFilter
 import Synchronization
+import Identity
 
 /// The coordinator's time and status: the tick loop and its wake-ups, the priority authors refreshed on
 /// ticks, the minutely retention pass, and the counters, snapshot and summary line for `/metrics` and the log.

@@ -11,6 +11,8 @@ public import MeshSync
 import Nostr
 import SpamFilter
 import Synchronization
+import Identity
+import Moderation
 
 /// Runs the bridge: feeds relay events, mesh actions and time into the pure ``BridgeRouter`` and performs
 /// its actions (persist, publish, broadcast, mirror, record what was hidden). One actor hop per inbound

@@ -1,6 +1,7 @@
 public import BotSupport
-public import ModerationLog
+import ModerationLog
 public import Nostr
+public import Moderation
 
 /// What the router counts, as typed values (issue 15): every reason is a case, and its ``CounterKey/label``
 /// is the metric label the catalogue (``BridgeMetrics``) renders. Nothing here is a metric name.

@@ -1,8 +1,9 @@
 import BotSupport
-public import IdentityCache
+import IdentityCache
 public import Nostr
 public import SpamFilter
 import Synchronization
+public import Identity
 
 /// What the bridge needs from the relay side (the executable adapts the live relay pool to it), so this
 /// module never touches sockets.

@@ -2,10 +2,11 @@ import BitchatWire
 import BotCrypto
 import BotSupport
 import Geohash
-public import IdentityCache
+import IdentityCache
 public import Mesh
 public import Nostr
 import SpamFilter
+public import Identity
 
 /// The router's mesh side: public messages heard on the radio (judged, relay verdict, uplink mirror) and
 /// carriers (other bridges' broadcasts learned, deposits checked and published or queued).

@@ -2,10 +2,11 @@ public import BitchatWire
 public import BotCrypto
 public import BotSupport
 public import Geohash
-public import IdentityCache
+import IdentityCache
 public import Mesh
 public import Nostr
 public import SpamFilter
+public import Identity
 
 /// The bridge's policy as a pure state machine: inputs in, actions out, time and randomness passed in.
 /// It carries public chat between a geohash channel on Nostr and a bitchat mesh in two roles:

@@ -4,6 +4,7 @@ public import IdentityCache
 public import ModerationLog
 public import Nostr
 public import MeshSync
+public import Moderation
 
 /// A failed store operation, as the coordinator reports it: what failed, and whether the disk is full (the
 /// one failure an operator can fix without a restart, and the one that must never stop the bridging).

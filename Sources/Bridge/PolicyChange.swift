@@ -1,4 +1,5 @@
-public import IdentityCache
+import IdentityCache
+public import Identity
 
 /// What a policy reload changed, list by list.
 public struct PolicyChange: Equatable, Sendable {

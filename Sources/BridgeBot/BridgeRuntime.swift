@@ -22,6 +22,7 @@ import WebSocketRuntime
 
 #if canImport(Glibc)
 import Glibc
+import Identity
 #endif
 
 /// Everything a running bridge holds, wired from the configuration.

@@ -4,6 +4,7 @@ import IdentityCache
 
 #if canImport(Glibc)
 import Glibc
+import Identity
 #endif
 
 /// `bitchat-bridge bench identities`: the row store (through ``PeerIdentityCache``) against the seed's design

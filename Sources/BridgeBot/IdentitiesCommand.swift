@@ -1,6 +1,7 @@
 import BotSupport
 import IdentityCache
 import Nostr
+import Identity
 
 /// `bitchat-bridge identities …`: the operator's view of the stranger cache, and the relationships that protect
 /// identities from eviction. Edits go to the data directory's database in one transaction each; a running

@@ -6,6 +6,7 @@ import IdentityCache
 import Mesh
 import Nostr
 import SpamFilter
+import Identity
 
 /// `bitchat-bridge bench ingest`: the bridge's relay-to-mesh path on one core — relay EVENT frame → parse
 /// → verify (id recomputed, Schnorr) → structural rules → judgement (block list + spam filter) → carrier

@@ -4,6 +4,7 @@ import SpamFilter
 
 #if canImport(Glibc)
 import Glibc
+import Moderation
 #endif
 
 /// `bitchat-bridge modlog`: reads the moderation log (hidden and, in shadow mode, would-be-hidden messages).

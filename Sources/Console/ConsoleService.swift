@@ -6,6 +6,8 @@ import ModerationLog
 public import SpamFilter
 import Synchronization
 public import WebSocketRuntime
+import Identity
+import Moderation
 
 /// The console's HTTP routes on the bridge's listener, beside `/healthz` and `/metrics`:
 ///

@@ -1,5 +1,6 @@
 import BotStorage
 import BotSupport
+public import Identity
 
 /// The seed's design, kept as the benchmark's baseline (and tested so the comparison is honest): the whole cache
 /// lives in memory, is encoded as one JSON blob (the phone's `JSONEncoder` of its identity cache) and is rewritten

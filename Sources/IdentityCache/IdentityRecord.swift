@@ -1,3 +1,4 @@
+public import Identity
 /// How far the operator trusts an identity. Anything but `unknown` is a relationship (it protects).
 public enum TrustLevel: Int, Sendable, CaseIterable {
     case unknown = 0

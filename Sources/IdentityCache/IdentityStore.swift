@@ -1,4 +1,5 @@
 public import BotStorage
+public import Identity
 
 /// Why a store operation failed. Closed: callers switch over it.
 public enum IdentityStoreError: Error, Equatable, Sendable, CustomStringConvertible {

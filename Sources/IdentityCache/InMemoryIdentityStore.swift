@@ -1,3 +1,4 @@
+public import Identity
 /// An ``IdentityStore`` in process memory: for tests, and for a bridge run without a data directory.
 /// Transactions are real: a failing body leaves the store exactly as before.
 public final class InMemoryIdentityStore: IdentityStore {

@@ -1,4 +1,5 @@
 public import BotSupport
+public import Identity
 
 /// The bounded cache of every key the bridge met (STRANGER-CACHE.md): records verified sightings from both
 /// networks, answers the per-packet lookups, and keeps strangers bounded with retention passes.
@@ -9,27 +10,8 @@ public import BotSupport
 /// takes the stranger counter above ``RetentionRules/Limits/strangerCap`` (an O(1) check, not a scan). No pass
 /// runs while the operator's policy is unreadable (``setOperatorLists(_:)`` with nil, the state at init).
 public final class PeerIdentityCache {
-    /// A verified sighting: a mesh announce whose signature checked out, or a Nostr event with a valid signature.
-    public struct Sighting: Sendable {
-        public let key: IdentityKey
-        public let pins: MeshPins?
-        public let peerID: UInt64?
-        public let nickname: String?
-
-        /// A verified mesh announce.
-        public static func mesh(
-            noiseKey: [UInt8], signingKey: [UInt8], peerID: UInt64, nickname: String?
-        ) throws(IdentityKeyError) -> Sighting {
-            Sighting(
-                key: try .mesh(noiseKey: noiseKey), pins: try MeshPins(noiseKey: noiseKey, signingKey: signingKey),
-                peerID: peerID, nickname: nickname)
-        }
-
-        /// A verified Nostr event (`nickname` from its `n` tag, if any).
-        public static func nostr(pubkey: [UInt8], nickname: String?) throws(IdentityKeyError) -> Sighting {
-            Sighting(key: try .nostr(pubkey: pubkey), pins: nil, peerID: nil, nickname: nickname)
-        }
-    }
+    /// A verified sighting (``IdentitySighting``).
+    public typealias Sighting = IdentitySighting
 
     public enum SightingResult: Equatable, Sendable {
         /// Never seen (or forgotten): a new row, pins learned on first use.

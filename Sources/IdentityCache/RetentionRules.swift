@@ -1,3 +1,4 @@
+public import Identity
 /// The retention rules of STRANGER-CACHE §3 as pure functions of day numbers: no clock, no store.
 ///
 /// Reading of the two-day agreement (the spec's wording, made exact): a pass on day D forgets a stranger by age

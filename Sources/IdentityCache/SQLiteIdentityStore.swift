@@ -1,4 +1,5 @@
 public import BotStorage
+public import Identity
 
 /// An ``IdentityStore`` in the data directory's SQLite database (WAL): one row per identity in
 /// `identity_records`, indexed by peer ID (→ signing key), nickname and retention stamp, so lookups are

@@ -1,5 +1,6 @@
 import BotSupport
 import SpamFilter
+public import Moderation
 
 /// What `bitchat-bridge modlog export` writes (incident reports): one record per line, oldest first.
 public enum ModerationExportFormat: String, Sendable, CaseIterable {

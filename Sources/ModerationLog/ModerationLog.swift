@@ -1,6 +1,7 @@
 public import BotStorage
 public import BotSupport
 public import SpamFilter
+public import Moderation
 
 /// The moderation log's settings (operator config).
 public struct ModerationLogConfig: Sendable, Equatable {

@@ -9,6 +9,8 @@ import Mesh
 import ModerationLog
 import Nostr
 import Testing
+import Identity
+import Moderation
 
 /// The bridge policy driven event by event with injected time and randomness (no I/O).
 @Suite("Bridge router")

@@ -3,6 +3,8 @@ import Bridge
 import IdentityCache
 import ModerationLog
 import Testing
+import Identity
+import Moderation
 
 @Suite("Denylist (keywords, patterns) in the judge")
 struct DenylistTests {

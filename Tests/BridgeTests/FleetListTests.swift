@@ -5,6 +5,7 @@ import Foundation
 import IdentityCache
 import Nostr
 import Testing
+import Identity
 
 @Suite("Fleet list (NIP-51 set of the operators): parsing, newest wins, merging, kept file")
 struct FleetListTests {

@@ -9,6 +9,8 @@ import ModerationLog
 import Nostr
 import SpamFilter
 import Testing
+import Identity
+import Moderation
 
 /// The router's answers to the mesh relay gate, and the gateway's channel presence (NOSTR-GEO §5.3).
 @Suite("Bridge router: mesh relay verdicts and channel presence")

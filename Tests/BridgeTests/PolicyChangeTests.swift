@@ -1,6 +1,7 @@
 import Bridge
 import IdentityCache
 import Testing
+import Identity
 
 @Suite("Policy reload change log")
 struct PolicyChangeTests {

@@ -9,6 +9,8 @@ import SpamFilter
 import Synchronization
 import Testing
 import WebSocketRuntime
+import Identity
+import Moderation
 
 @Suite("Console routes: actions through the identity rows, audit, refusals change nothing")
 struct ConsoleServiceTests {

@@ -1,5 +1,6 @@
 import IdentityCache
 import Testing
+import Identity
 
 /// The stranger cap (§3): above 2,000 strangers, trim to 1,500 by latest possible sighting.
 @Suite("Stranger cap")

@@ -1,5 +1,6 @@
 import IdentityCache
 import Testing
+import Identity
 
 /// One suite, both stores: every `IdentityStore` must behave identically.
 @Suite("IdentityStore conformance")

@@ -1,5 +1,6 @@
 import IdentityCache
 import Testing
+import Identity
 
 /// STRANGER-CACHE §3, driven through `PeerIdentityCache` on both stores with injected days.
 @Suite("Retention rules")

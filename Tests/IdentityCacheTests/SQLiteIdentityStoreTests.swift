@@ -3,6 +3,7 @@ import BotStorage
 import Foundation
 import IdentityCache
 import Testing
+import Identity
 
 /// What only the SQLite store has: a file that survives restarts and crashes, and schema migrations.
 @Suite("SQLite identity store")

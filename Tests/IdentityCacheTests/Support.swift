@@ -119,3 +119,4 @@ final class CountingStore: IdentityStore {
 }
 
 import Testing
+import Identity

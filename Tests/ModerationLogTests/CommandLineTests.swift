@@ -4,6 +4,7 @@ import Foundation
 import ModerationLog
 import SpamFilter
 import Testing
+import Moderation
 
 /// Runs the built `bitchat-bridge` (next to the test bundle in the build directory) end to end.
 @Suite("bitchat-bridge spam / modlog / bench spam")

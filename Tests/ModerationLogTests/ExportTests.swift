@@ -3,6 +3,7 @@ import Foundation
 import ModerationLog
 import SpamFilter
 import Testing
+import Moderation
 
 @Suite("Moderation log export (CSV quoting, redaction, ranges, paging)")
 struct ExportTests {

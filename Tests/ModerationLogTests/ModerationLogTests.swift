@@ -5,6 +5,7 @@ import BotSupport
 import Foundation
 import ModerationLog
 import SpamFilter
+import Moderation
 
 @Suite("Moderation log (SQLite, retention, JSON lines)")
 struct ModerationLogTests {

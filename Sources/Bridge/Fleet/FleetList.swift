@@ -1,7 +1,8 @@
 public import BotCrypto
 public import BotSupport
-public import IdentityCache
+import IdentityCache
 public import Nostr
+public import Identity
 
 /// Why a Nostr event is not a fleet list this bridge applies (issue 18, fleet moderation). Each names its
 /// reason; ``FleetListState`` counts them by ``FleetListOutcome``.

@@ -1,7 +1,9 @@
 import BotSupport
-public import IdentityCache
-public import ModerationLog
+import IdentityCache
+import ModerationLog
 public import SpamFilter
+public import Identity
+public import Moderation
 
 /// What the judge says about one candidate.
 public enum Verdict: Sendable, Equatable {
