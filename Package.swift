@@ -10,7 +10,7 @@ let package = Package(
     products: [
         .executable(name: "bitchat-bridge", targets: ["BridgeBot"]),
         // The decoders and parsers, for the libFuzzer package in fuzz/ (it depends on this one by path).
-        .library(name: "BitchatBridgeParsers", targets: ["BitchatWire", "Nostr", "Bridge", "BotSupport"]),
+        .library(name: "BitchatBridgeParsers", targets: ["BitchatWire", "Nostr", "Bridge", "BridgeCore", "BotSupport"]),
     ],
     targets: [
         // C system libraries (Debian -dev packages); each folder holds only module.modulemap + shim.h.
@@ -60,23 +60,30 @@ let package = Package(
         // The moderation log (SQLite): retention, queries, export.
         .target(name: "ModerationLog", dependencies: ["Moderation", "SpamFilter", "BotStorage", "BotCrypto", "BotSupport"]),
 
-        // The product core and the executable.
+        // The product core: the router and every decision machine (pure: no storage, no transport, no clock).
+        .target(
+            name: "BridgeCore",
+            dependencies: [
+                "BitchatWire", "BotCrypto", "BotSupport", "Geohash", "Identity", "Mesh", "MeshSync", "Moderation", "Nostr", "SpamFilter",
+            ]
+        ),
+        // The executor around it: the coordinator (feeds inputs, performs actions), the stores, configuration, keys.
         .target(
             name: "Bridge",
             dependencies: [
-                "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "MeshSync", "Moderation", "ModerationLog",
-                "Nostr", "SpamFilter",
+                "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh",
+                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr", "SpamFilter",
             ]
         ),
         // The moderation console on the bridge's HTTP listener: access (token, sessions, same-origin), audit, routes, pages.
         .target(
             name: "Console",
-            dependencies: ["Bridge", "BotSupport", "BotStorage", "BotCrypto", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "WebSocketRuntime"]
+            dependencies: ["Bridge", "BridgeCore", "BotSupport", "BotStorage", "BotCrypto", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "WebSocketRuntime"]
         ),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
-                "Bridge", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
+                "Bridge", "BridgeCore", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
                 "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "MeshRuntime", "VirtualRadio", "BlueZ", "BotProcess",
                 "SpamFilter", "SpamFilterReference", "Moderation", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
             ]
@@ -118,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "BridgeTests",
             dependencies: [
-                "Bridge", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
+                "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
                 "SpamFilter", "Moderation", "ModerationLog", "MeshSync", "MeshSyncStorage",
             ]
         ),
@@ -129,7 +136,7 @@ let package = Package(
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(
-            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "Nostr", "WebSocketRuntime"]
+            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "BridgeCore", "Nostr", "WebSocketRuntime"]
         ),
         .testTarget(
             name: "BridgeEndToEndTests",
@@ -145,7 +152,7 @@ let package = Package(
         .testTarget(name: "SpamFilterTests", dependencies: ["SpamFilter", "SpamFilterReference", "BotSupport"]),
         .testTarget(
             name: "ConsoleTests",
-            dependencies: ["Console", "Bridge", "WebSocketRuntime", "BotSupport", "BotStorage", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter"]
+            dependencies: ["Console", "Bridge", "BridgeCore", "WebSocketRuntime", "BotSupport", "BotStorage", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter"]
         ),
         .testTarget(name: "ModerationLogTests", dependencies: ["Moderation", "ModerationLog", "SpamFilter", "BotStorage", "BotSupport", "BotProcess"]),
     ]

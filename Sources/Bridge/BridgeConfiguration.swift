@@ -3,6 +3,7 @@ public import BotSupport
 public import Geohash
 import MeshSync
 import Nostr
+public import BridgeCore
 
 /// Where an effective configuration value came from (shown by `run --print-config`).
 public enum ConfigurationSource: String, Sendable {
@@ -208,7 +209,7 @@ public struct BridgeConfiguration: Sendable {
 
     public enum Limits {
         /// Longest nickname: Android's UI cap, so the name shows unchanged on every phone.
-        public static let maxNicknameLength = 15
+        public static let maxNicknameLength = PersonaBook.Limits.maxNicknameLength
         /// Highest PoW target we will mine for (Android users can demand up to 32).
         public static let maxPowBits = 32
         /// Largest config file read.
@@ -576,14 +577,5 @@ public struct BridgeConfiguration: Sendable {
             entry("spam", spam ?? .object([])),
             entry("modlog", modlog ?? .object([])),
         ])
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing spaces and tabs.
-    var trimmingSpaces: String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...lastIndex(where: { !isSpace($0) })!])
     }
 }

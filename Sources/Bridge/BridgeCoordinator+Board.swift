@@ -11,6 +11,7 @@ import Nostr
 import SpamFilter
 import Synchronization
 import Identity
+public import BridgeCore
 
 /// The coordinator's board (BOARD.md): board posts judged like mesh messages, other islands' board packets
 /// carried in from Nostr, accepted posts and tombstones copied to Nostr (§11), and the operator's notices.

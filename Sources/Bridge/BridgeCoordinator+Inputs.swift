@@ -11,6 +11,7 @@ import Nostr
 import SpamFilter
 import Synchronization
 import Identity
+import BridgeCore
 
 /// The coordinator's intake: events from the relay pool (channel and rendezvous events to the router, fleet
 /// lists, board notes and deletions) and the mesh node's actions (verified and lost peers, which set the

@@ -11,6 +11,7 @@ import Nostr
 public import SpamFilter
 import Synchronization
 public import Identity
+public import BridgeCore
 
 /// The coordinator's operator side: queued operator inputs, the SIGHUP policy reload, fleet moderation
 /// (the fleet list kept, offered, merged into the judge, published from the console) and the console's calls

@@ -11,6 +11,7 @@ import Nostr
 import SpamFilter
 import Synchronization
 import Identity
+import BridgeCore
 
 /// The coordinator's store work: the block list and mesh pins read from the identity store, sightings and
 /// pin refusals written to it, the durable uplinks (kept until acknowledged, replayed at start, flushed at

@@ -11,6 +11,7 @@ import Nostr
 import SpamFilter
 import Synchronization
 import Identity
+public import BridgeCore
 
 /// The coordinator's time and status: the tick loop and its wake-ups, the priority authors refreshed on
 /// ticks, the minutely retention pass, and the counters, snapshot and summary line for `/metrics` and the log.

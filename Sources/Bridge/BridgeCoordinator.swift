@@ -13,6 +13,7 @@ import SpamFilter
 import Synchronization
 import Identity
 import Moderation
+public import BridgeCore
 
 /// Runs the bridge: feeds relay events, mesh actions and time into the pure ``BridgeRouter`` and performs
 /// its actions (persist, publish, broadcast, mirror, record what was hidden). One actor hop per inbound

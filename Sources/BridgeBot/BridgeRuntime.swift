@@ -23,6 +23,7 @@ import WebSocketRuntime
 #if canImport(Glibc)
 import Glibc
 import Identity
+import BridgeCore
 #endif
 
 /// Everything a running bridge holds, wired from the configuration.

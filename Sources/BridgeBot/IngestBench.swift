@@ -7,6 +7,7 @@ import Mesh
 import Nostr
 import SpamFilter
 import Identity
+import BridgeCore
 
 /// `bitchat-bridge bench ingest`: the bridge's relay-to-mesh path on one core — relay EVENT frame → parse
 /// → verify (id recomputed, Schnorr) → structural rules → judgement (block list + spam filter) → carrier

@@ -3,6 +3,7 @@ import Bridge
 import Geohash
 import Nostr
 import BotCrypto
+import BridgeCore
 
 /// `bitchat-bridge keys`: creates the identity on first use and shows its public parts (never secrets).
 enum KeysCommand {

@@ -6,6 +6,7 @@ import Bridge
 import Mesh
 import MeshRuntime
 import VirtualRadio
+import BridgeCore
 
 /// `bitchat-bridge mesh listen|say`: join a mesh as a bitchat peer (signed announces, relaying) from the
 /// command line. Operator tools, and the scripted phones of the end-to-end tests.

@@ -11,6 +11,7 @@ import WebSocketRuntime
 
 #if canImport(Glibc)
 import Glibc
+import BridgeCore
 #endif
 
 /// `bitchat-bridge nostr listen|post|sign|verify`: operator tools for the internet side.

@@ -4,6 +4,7 @@ import Bridge
 
 #if canImport(Glibc)
 import Glibc
+import BridgeCore
 #endif
 
 /// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`. Every

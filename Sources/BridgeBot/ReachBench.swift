@@ -5,6 +5,7 @@ import Bridge
 import Geohash
 import Nostr
 import SpamFilter
+import BridgeCore
 
 /// `bitchat-bridge bench reach`: a busy site, scripted — 600 channel messages in 10 minutes from 300 senders
 /// over 3 channel levels, a few chatty senders among them — through the real ``BridgeRouter`` (its judge,

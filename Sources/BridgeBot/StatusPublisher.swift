@@ -5,6 +5,7 @@ import Mesh
 import MeshRuntime
 import Nostr
 import NostrRelay
+import BridgeCore
 
 extension BridgeRuntime {
     /// Publishes metrics (and the coordinator's heartbeat, see ``StatusBoard``) for the loopback listener

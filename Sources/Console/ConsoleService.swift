@@ -1,5 +1,5 @@
 import BotStorage
-public import Bridge
+import Bridge
 public import BotSupport
 import IdentityCache
 import ModerationLog
@@ -8,6 +8,7 @@ import Synchronization
 public import WebSocketRuntime
 import Identity
 import Moderation
+public import BridgeCore
 
 /// The console's HTTP routes on the bridge's listener, beside `/healthz` and `/metrics`:
 ///

@@ -5,6 +5,7 @@ import BridgeTestSupport
 import Foundation
 import Nostr
 import Testing
+import BridgeCore
 
 /// `run` with operator keys: the operator secret key file must be private and one of `operator_keys`; the
 /// effective configuration shows the keys and the site.

@@ -4,6 +4,7 @@ import Bridge
 import BridgeTestSupport
 import Foundation
 import Testing
+import BridgeCore
 
 /// Hardening evidence: the data directory is 0700, every file in it 0600, and no secret (the key file's
 /// seeds, nor the Nostr secret keys derived from them) appears in anything the commands print, at the

@@ -4,6 +4,7 @@ import BridgeTestSupport
 import Foundation
 import Testing
 import WebSocketRuntime
+import BridgeCore
 
 /// `bitchat-bridge status` against a real listener (the same StatusBoard + LoopbackHTTPServer `run` uses).
 @Suite("bitchat-bridge status")

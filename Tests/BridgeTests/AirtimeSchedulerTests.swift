@@ -1,6 +1,7 @@
 import BotSupport
 import Bridge
 import Testing
+import BridgeCore
 
 /// The one downlink scheduler (issue 16 part 3, issue 14's fairness item), driven with an injected clock.
 @Suite("Airtime scheduler")

@@ -5,6 +5,7 @@ import Geohash
 import Nostr
 import SpamFilter
 import Testing
+import BridgeCore
 
 /// Relay backfill after a reconnect: stored events arrive at once with their real timestamps. The spam
 /// filter's buckets run on message time (clamped to the last hour), so an ordinary pace is not a flood.

@@ -11,6 +11,7 @@ import Nostr
 import Synchronization
 import Testing
 import MeshRuntime
+import BridgeCore
 
 /// The durable ledger as the coordinator sees it (the bridge wraps it the same way in `BridgeRuntime`).
 final class LedgerAdapter: BoardNostrLedgering, @unchecked Sendable {

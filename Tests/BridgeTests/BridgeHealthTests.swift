@@ -1,6 +1,7 @@
 import BotSupport
 import Bridge
 import Testing
+import BridgeCore
 
 @Suite("Bridge health rule and metrics catalogue")
 struct BridgeHealthTests {

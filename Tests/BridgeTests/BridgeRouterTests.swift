@@ -11,6 +11,7 @@ import Nostr
 import Testing
 import Identity
 import Moderation
+import BridgeCore
 
 /// The bridge policy driven event by event with injected time and randomness (no I/O).
 @Suite("Bridge router")

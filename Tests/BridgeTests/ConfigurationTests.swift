@@ -2,6 +2,7 @@ import BotSupport
 import Bridge
 import Geohash
 import Testing
+import BridgeCore
 
 @Suite("Bridge configuration")
 struct ConfigurationTests {

@@ -17,6 +17,7 @@ import Synchronization
 import Testing
 import Identity
 import Moderation
+import BridgeCore
 
 /// The coordinator in-process (issue 15): in-memory stores, an ``InProcessAir`` radio segment, a recording
 /// relay client. What the process-level end-to-end tests prove with real processes, these prove at the

@@ -5,6 +5,7 @@ import ModerationLog
 import Testing
 import Identity
 import Moderation
+import BridgeCore
 
 @Suite("Denylist (keywords, patterns) in the judge")
 struct DenylistTests {

@@ -2,6 +2,7 @@ import BotCrypto
 import Bridge
 import Nostr
 import Testing
+import BridgeCore
 
 @Suite("Event rules for carried and bridged events")
 struct EventRulesTests {

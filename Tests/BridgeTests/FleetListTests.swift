@@ -6,6 +6,7 @@ import IdentityCache
 import Nostr
 import Testing
 import Identity
+import BridgeCore
 
 @Suite("Fleet list (NIP-51 set of the operators): parsing, newest wins, merging, kept file")
 struct FleetListTests {

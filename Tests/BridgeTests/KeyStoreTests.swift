@@ -3,6 +3,7 @@ import BotSupport
 import Bridge
 import Foundation
 import Testing
+import BridgeCore
 
 @Suite("Key store")
 struct KeyStoreTests {

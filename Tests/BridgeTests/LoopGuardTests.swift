@@ -2,6 +2,7 @@ import BotStorage
 import Bridge
 import Foundation
 import Testing
+import BridgeCore
 
 @Suite("Loop rules")
 struct LoopGuardTests {

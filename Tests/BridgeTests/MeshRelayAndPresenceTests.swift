@@ -11,6 +11,7 @@ import SpamFilter
 import Testing
 import Identity
 import Moderation
+import BridgeCore
 
 /// The router's answers to the mesh relay gate, and the gateway's channel presence (NOSTR-GEO §5.3).
 @Suite("Bridge router: mesh relay verdicts and channel presence")

@@ -2,6 +2,7 @@ import BitchatWire
 import BotCrypto
 @testable import Bridge
 import Testing
+import BridgeCore
 
 @Suite("Personas: one mesh identity per channel author for the plain-text downlink")
 struct PersonaTests {

@@ -2,6 +2,7 @@ import Bridge
 import IdentityCache
 import Testing
 import Identity
+import BridgeCore
 
 @Suite("Policy reload change log")
 struct PolicyChangeTests {

@@ -1,5 +1,6 @@
 import Bridge
 import Testing
+import BridgeCore
 
 @Suite("Uplink queue")
 struct SchedulerTests {

@@ -11,6 +11,7 @@ import Testing
 import WebSocketRuntime
 import Identity
 import Moderation
+import BridgeCore
 
 @Suite("Console routes: actions through the identity rows, audit, refusals change nothing")
 struct ConsoleServiceTests {

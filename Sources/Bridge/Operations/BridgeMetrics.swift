@@ -6,6 +6,7 @@ public import MeshRuntime
 import MeshSync
 import ModerationLog
 import Moderation
+import BridgeCore
 
 /// Every `/metrics` family the bridge exposes: its name, kind, help and label names — the one place metric
 /// names are chosen (issue 15). Modules count in typed values (``Tally`` of ``CounterKey``s, counter

@@ -1,4 +1,5 @@
 public import BotStorage
+public import BridgeCore
 
 /// Durable memory of the event ids the bridge published or broadcast, so that after a restart (even a
 /// `kill -9`) relay backfill is not forwarded again. One row per id; bounded by count (oldest pruned).
@@ -6,10 +7,7 @@ public import BotStorage
 /// Ids are recorded *before* the event is sent: a crash between the write and the send loses that one
 /// forward (phones would have deduplicated a repeat anyway), but never forwards twice.
 public final class RecentEventStore {
-    public enum Role: Int64, Sendable {
-        case published = 1
-        case rebroadcast = 2
-    }
+    public typealias Role = RememberedRole
 
     public enum Limits {
         /// Rows kept: well above what relays backfill (≤ 200 per subscription, 1 h / 15 min look-back).

@@ -1,5 +1,6 @@
 public import BotStorage
 public import Nostr
+import BridgeCore
 
 /// Durable queue of the uplinks (mesh → Nostr: deposits, mirrored messages) that no relay has acknowledged
 /// yet, in the bridge database, so that a stop — graceful or not — does not lose them; replayed in order at

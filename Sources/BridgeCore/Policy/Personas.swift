@@ -1,5 +1,6 @@
 public import BitchatWire
 public import BotCrypto
+import BotSupport
 
 /// One Nostr author as a mesh identity of its own, for the plain-text downlink to phones without carrier
 /// support (Android main has no type 0x28, `BinaryProtocol.kt`).
@@ -35,7 +36,7 @@ public struct PersonaBook: Sendable {
         /// of silence (`peerTimeoutMs`) and then shows its messages as unknown; 50 s leaves the margin.
         public static let reannounceAfter: Double = 50
         /// Android's UI shows 15 characters of a nickname: the bridge's own nickname rule.
-        public static let maxNicknameLength = BridgeConfiguration.Limits.maxNicknameLength
+        public static let maxNicknameLength = 15
         /// Appended to the author's name: the line comes from the internet, not from radio range.
         public static let nicknameSuffix = "@nostr"
         /// HKDF salt and info prefix of the persona keys (a new version would give every author new keys).

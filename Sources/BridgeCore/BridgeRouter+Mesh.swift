@@ -2,7 +2,6 @@ import BitchatWire
 import BotCrypto
 import BotSupport
 import Geohash
-import IdentityCache
 public import Mesh
 public import Nostr
 import SpamFilter

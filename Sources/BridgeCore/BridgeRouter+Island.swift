@@ -2,7 +2,6 @@ public import BitchatWire
 import BotCrypto
 import BotSupport
 import Geohash
-import IdentityCache
 import Mesh
 import Nostr
 import SpamFilter

@@ -1,4 +1,3 @@
-import IdentityCache
 public import Identity
 
 /// What a policy reload changed, list by list.
@@ -29,7 +28,7 @@ public struct PolicyChange: Equatable, Sendable {
     public var isEmpty: Bool { listed.isEmpty }
 
     /// Non-empty changes as (log key, keys).
-    var listed: [(String, [IdentityKey])] {
+    public var listed: [(String, [IdentityKey])] {
         [
             ("policy.block.added", blockAdded), ("policy.block.removed", blockRemoved),
             ("policy.allow.added", allowAdded), ("policy.allow.removed", allowRemoved),

@@ -1,5 +1,4 @@
 public import BotSupport
-import ModerationLog
 public import Nostr
 public import Moderation
 

@@ -1,6 +1,4 @@
 import BotSupport
-import IdentityCache
-import ModerationLog
 public import SpamFilter
 public import Identity
 public import Moderation

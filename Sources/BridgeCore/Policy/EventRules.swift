@@ -1,5 +1,6 @@
 import BotCrypto
 public import Nostr
+import BotSupport
 
 /// Structural rules a carried or bridged event must pass, as phones apply them (NOSTR-GEO §8.7 step 6,
 /// §8.9, §8.10, §9). Pure: time is passed in; signatures are checked elsewhere, before these run.

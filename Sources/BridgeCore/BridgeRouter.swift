@@ -2,7 +2,6 @@ public import BitchatWire
 public import BotCrypto
 public import BotSupport
 public import Geohash
-import IdentityCache
 public import Mesh
 public import Nostr
 public import SpamFilter
@@ -102,7 +101,7 @@ public struct BridgeRouter {
     /// What the caller must do, in order.
     public enum Action: Sendable, Equatable {
         /// Persist `id` (``RecentEventStore``) before performing the next action.
-        case remember(EventID, RecentEventStore.Role)
+        case remember(EventID, RememberedRole)
         /// Send to the relays now.
         case publish(NostrEvent)
         /// Broadcast on the mesh (TTL 7): a carrier packet-signed with the bridge's announced key, or our signed public message.

@@ -1,6 +1,5 @@
 public import BotCrypto
 public import BotSupport
-import IdentityCache
 public import Nostr
 public import Identity
 
