@@ -116,10 +116,14 @@ public struct SyncRequester: Sendable {
     public static func payload(
         types: SyncTypes, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
     ) -> RequestSyncPayload {
+        payload(types: types, from: StoreReplySource(gossip: gossip, board: board), now: now)
+    }
+
+    /// The request payload from any ``SyncReplySource`` (the bridge core's ``SyncStores`` value).
+    public static func payload(types: SyncTypes, from source: some SyncReplySource, now: UInt64) -> RequestSyncPayload {
         var candidates: [(id: [UInt8], timestamp: UInt64)] = []
         for kind in SyncStoreKind.allCases where types.contains(kind.syncType) {
-            let packets = kind == .board ? board.syncCandidates(now: now) : gossip.packets(kind, now: now)
-            candidates += packets.map { ($0.id, $0.timestamp) }
+            candidates += source.packets(kind, now: now).map { ($0.id, $0.timestamp) }
         }
         return RequestSyncPayload.build(types: types, candidates: candidates)
     }

@@ -119,6 +119,12 @@ public struct SyncResponder: Sendable {
     public mutating func answer(
         _ input: SyncRequestInput, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
     ) -> SyncAnswer {
+        var source = StoreReplySource(gossip: gossip, board: board)
+        return answer(input, from: &source, now: now)
+    }
+
+    /// Answers from any ``SyncReplySource`` (the bridge core's ``SyncStores`` value).
+    public mutating func answer(_ input: SyncRequestInput, from source: inout some SyncReplySource, now: UInt64) -> SyncAnswer {
         let packet = input.packet
         let peer = packet.sender
         func refuse(_ reason: SyncRefusal) -> SyncAnswer {
@@ -134,7 +140,7 @@ public struct SyncResponder: Sendable {
         guard admit(peer, now: now) else { return refuse(.rateLimited) }
         counters.answered += 1
 
-        let due = Self.replySet(request, gossip: gossip, board: board, now: now)
+        let due = Self.replySet(request, from: &source, now: now)
         counters.replies.add(.covered, due.covered)
         var frames: [[UInt8]] = []
         var withheld = 0
@@ -181,6 +187,13 @@ public struct SyncResponder: Sendable {
     public static func replySet(
         _ request: RequestSyncPayload, gossip: any GossipPacketStore, board: any BoardPacketStore, now: UInt64
     ) -> (packets: [SyncPacket], covered: Int) {
+        var source = StoreReplySource(gossip: gossip, board: board)
+        return replySet(request, from: &source, now: now)
+    }
+
+    public static func replySet(
+        _ request: RequestSyncPayload, from source: inout some SyncReplySource, now: UInt64
+    ) -> (packets: [SyncPacket], covered: Int) {
         let types = request.requestedTypes
         let filter = GCSFilter.Membership(request)
         let since = request.sinceTimestamp ?? 0
@@ -193,22 +206,22 @@ public struct SyncResponder: Sendable {
             out += chosen.selected
             covered += chosen.declined
         }
-        if types.contains(.announce) { take(gossip.select(.announce, now: now, where: dueAnyTime)) }
-        if types.contains(.message) { take(gossip.select(.message, now: now, where: dueAfterSince)) }
+        if types.contains(.announce) { take(source.select(.announce, now: now, where: dueAnyTime)) }
+        if types.contains(.message) { take(source.select(.message, now: now, where: dueAfterSince)) }
         if types.contains(.fragment) {
             let streams = Set(request.fragmentIDs)
             if streams.isEmpty {
-                take(gossip.select(.fragment, now: now, where: dueAfterSince))
+                take(source.select(.fragment, now: now, where: dueAfterSince))
             } else {
                 // Targeted resync: only the named streams (payload[0..8]), the since cursor bypassed.
-                for packet in gossip.packets(.fragment, now: now) {
+                for packet in source.packets(.fragment, now: now) {
                     guard let stream = Self.fragmentStream(packet), streams.contains(stream) else { continue }
                     if dueAnyTime(packet.timestamp, packet.h64) { out.append(packet) } else { covered += 1 }
                 }
             }
         }
-        if types.contains(.fileTransfer) { take(gossip.select(.fileTransfer, now: now, where: dueAfterSince)) }
-        if types.contains(.board) { take(board.selectCandidates(now: now, where: dueAfterSince)) }
+        if types.contains(.fileTransfer) { take(source.select(.fileTransfer, now: now, where: dueAfterSince)) }
+        if types.contains(.board) { take(source.select(.board, now: now, where: dueAfterSince)) }
         return (out, covered)
     }
 

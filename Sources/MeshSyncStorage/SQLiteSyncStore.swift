@@ -2,24 +2,24 @@ public import BitchatWire
 public import BotStorage
 public import MeshSync
 
-/// The gossip and board stores, durable in the bridge database (component `sync_packets`, version 1), so
-/// that after a `kill -9` the bridge still answers sync with what it held (issue 17).
+/// The sync stores' table in the bridge database (component `sync_packets`, version 1), so that after a
+/// `kill -9` the bridge still answers sync with what it held (issue 17).
 ///
-/// Design: the rules live in the pure cores (``GossipStoreCore``, ``BoardStoreCore``); this store runs them
-/// in memory — requests are answered from memory — and writes every change they report through to SQLite
-/// in one transaction per call. At open every row is decoded and re-ingested under today's clock, in
-/// arrival order: windows and caps apply again, board posts are re-verified (as iOS does at launch), and
-/// rows that no longer qualify or no longer decode are deleted and counted. So the file holds what memory
-/// holds: bounded by the cores' caps (≤ 1 000 messages + 600 fragments + 200 files + 1 000 announces +
-/// 200 posts + 300 tombstones) and pruned on every call.
+/// Design: the rules live in the pure cores (``GossipStoreCore``, ``BoardStoreCore``, together ``SyncStores``);
+/// whoever holds them in memory — the bridge core — persists every change they report here, one transaction
+/// per batch (``write(_:)``). At open every row is decoded and re-ingested under today's clock, in arrival
+/// order (``restore(now:)``): windows and caps apply again, board posts are re-verified (as iOS does at
+/// launch), and rows that no longer qualify or no longer decode are deleted and counted. So the file holds
+/// what memory holds: bounded by the cores' caps (≤ 1 000 messages + 600 fragments + 200 files + 1 000
+/// announces + 200 posts + 300 tombstones).
 ///
-/// A failed write (disk full) is counted and the store keeps serving from memory; the next successful
-/// write does not repair the lost row, so a restart may forget it — the cost is one resend by a peer.
+/// A failed write (disk full) is counted and the owner keeps serving from memory; the next successful write
+/// does not repair the lost row, so a restart may forget it — the cost is one resend by a peer.
 ///
 /// Schema: `sync_packets(id BLOB PRIMARY KEY, seq INTEGER UNIQUE, kind TEXT, retain_until INTEGER, frame BLOB)`
 /// — `frame` is the unpadded packet as received (``SyncPacket/frame``), `retain_until` (ms) lets a restored
 /// tombstone keep the deadline its deleted post gave it.
-public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncStoreWriteFailures {
+public final class SQLiteSyncJournal: SyncStoreWriteFailures {
     /// What happened besides ordinary storing.
     public struct Counters: Equatable, Sendable {
         /// Rows restored at open.
@@ -28,7 +28,7 @@ public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncSto
         public var expiredAtOpen = 0
         /// Rows whose frame no longer decodes (damaged file): deleted, never served.
         public var unreadable = 0
-        /// Writes that failed (the store kept serving from memory).
+        /// Writes that failed (the owner kept serving from memory).
         public var writeFailures = 0
         public init() {}
     }
@@ -39,15 +39,13 @@ public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncSto
     private let database: SQLiteDatabase
     private let insert: SQLiteStatement
     private let delete: SQLiteStatement
-    private var gossip = GossipStoreCore()
-    private var board = BoardStoreCore()
     private var nextSeq: Int64 = 0
     public private(set) var counters = Counters()
     public private(set) var lastWriteError: SQLiteError?
     public var failedWrites: Int { counters.writeFailures }
 
-    /// Opens (creating) the tables in `database` and restores what they hold as of `now` (ms).
-    public init(database: SQLiteDatabase, now: UInt64) throws(SQLiteError) {
+    /// Opens (creating) the table in `database`.
+    public init(database: SQLiteDatabase) throws(SQLiteError) {
         self.database = database
         try database.execute(
             """
@@ -60,37 +58,37 @@ public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncSto
         insert = try database.prepare(
             "INSERT OR REPLACE INTO sync_packets(id, seq, kind, retain_until, frame) VALUES (?, ?, ?, ?, ?)")
         delete = try database.prepare("DELETE FROM sync_packets WHERE id = ?")
-        try restore(now: now)
     }
 
-    private func restore(now: UInt64) throws(SQLiteError) {
+    /// What the table holds as of `now` (ms), re-ingested under the cores' rules; rows that no longer qualify
+    /// are deleted.
+    public func restore(now: UInt64) throws(SQLiteError) -> SyncStores {
         let rows = try database.prepare("SELECT id, seq, kind, retain_until, frame FROM sync_packets ORDER BY seq")
             .query { ($0.blob(0), $0.int64(1), $0.text(2), $0.int64(3), $0.blob(4)) }
         nextSeq = (rows.last?.1 ?? 0) + 1
-        var keep = Set<[UInt8]>()
+        var stores = SyncStores()
         var unreadable: [[UInt8]] = []
-        var changes: [SyncStoreChange] = []
         for (id, _, kindName, retainUntil, frame) in rows {
             guard let kind = SyncStoreKind(rawValue: kindName), let packet = try? SyncPacket(frame: frame), packet.id == id else {
                 unreadable.append(id)
                 continue
             }
             if kind == .board {
-                _ = board.ingest(packet, now: now, retainUntilOverride: UInt64(max(0, retainUntil)), changes: &changes)
+                _ = stores.ingest(packet, now: now, retainUntilOverride: UInt64(max(0, retainUntil)))
             } else {
-                _ = gossip.record(packet, now: now, changes: &changes)
+                _ = stores.record(packet, now: now)
             }
         }
         // What the cores hold after replay is what stays; everything else goes.
-        for kind in SyncStoreKind.allCases where kind != .board {
-            for packet in gossip.packets(kind, now: now) { keep.insert(packet.id) }
+        var keep = Set<[UInt8]>()
+        for kind in SyncStoreKind.allCases {
+            for packet in stores.packets(kind, now: now) { keep.insert(packet.id) }
         }
-        for packet in board.syncCandidates(now: now) { keep.insert(packet.id) }
         let dropped = rows.map(\.0).filter { !keep.contains($0) }
         counters.unreadable += unreadable.count
         counters.expiredAtOpen += dropped.count - unreadable.count
         counters.restored += keep.count
-        guard !dropped.isEmpty else { return }
+        guard !dropped.isEmpty else { return stores }
         do {
             try database.transaction {
                 for id in dropped { try delete.run([.blob(id)]) }
@@ -100,10 +98,11 @@ public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncSto
         } catch {
             throw SQLiteError(code: 1, message: "\(error)", operation: "restore \(Self.component)")
         }
+        return stores
     }
 
     /// Writes `changes` in one transaction; a failure is counted, never thrown.
-    private func write(_ changes: [SyncStoreChange]) {
+    public func write(_ changes: [SyncStoreChange]) {
         guard !changes.isEmpty else { return }
         do {
             try database.transaction {
@@ -126,55 +125,63 @@ public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncSto
         }
     }
 
-    // MARK: GossipPacketStore
-
-    @discardableResult
-    public func record(_ packet: SyncPacket, now: UInt64) -> GossipRecordOutcome {
-        var changes: [SyncStoreChange] = []
-        let outcome = gossip.record(packet, now: now, changes: &changes)
-        write(changes)
-        return outcome
-    }
-
-    public func packets(_ kind: SyncStoreKind, now: UInt64) -> [SyncPacket] {
-        kind == .board ? board.syncCandidates(now: now) : gossip.packets(kind, now: now)
-    }
-
-    public func prune(now: UInt64) {
-        var changes: [SyncStoreChange] = []
-        gossip.prune(now: now, changes: &changes)
-        board.prune(now: now, changes: &changes)
-        write(changes)
-    }
-
-    public func count(_ kind: SyncStoreKind) -> Int {
-        kind == .board ? board.postCount + board.tombstoneCount : gossip.count(kind)
-    }
-
     /// Rows in the file now (for tests and status).
     public func rowCount() throws(SQLiteError) -> Int {
         Int(try database.prepare("SELECT count(*) FROM sync_packets").query { $0.int64(0) }.first ?? 0)
     }
+}
+
+/// The gossip and board stores, durable: ``SyncStores`` in memory (requests are answered from memory), every
+/// change written through to a ``SQLiteSyncJournal`` (for tools and tests that want the class stores).
+public final class SQLiteSyncStore: GossipPacketStore, BoardPacketStore, SyncStoreWriteFailures {
+    public let journal: SQLiteSyncJournal
+    private var stores: SyncStores
+    public var counters: SQLiteSyncJournal.Counters { journal.counters }
+    public var lastWriteError: SQLiteError? { journal.lastWriteError }
+    public var failedWrites: Int { journal.failedWrites }
+
+    /// Opens (creating) the table in `database` and restores what it holds as of `now` (ms).
+    public init(database: SQLiteDatabase, now: UInt64) throws(SQLiteError) {
+        journal = try SQLiteSyncJournal(database: database)
+        stores = try journal.restore(now: now)
+    }
+
+    // MARK: GossipPacketStore
+
+    @discardableResult
+    public func record(_ packet: SyncPacket, now: UInt64) -> GossipRecordOutcome {
+        let (outcome, changes) = stores.record(packet, now: now)
+        journal.write(changes)
+        return outcome
+    }
+
+    public func packets(_ kind: SyncStoreKind, now: UInt64) -> [SyncPacket] { stores.packets(kind, now: now) }
+
+    public func prune(now: UInt64) { journal.write(stores.prune(now: now)) }
+
+    public func count(_ kind: SyncStoreKind) -> Int { stores.count(kind) }
+
+    /// Rows in the file now (for tests and status).
+    public func rowCount() throws(SQLiteError) -> Int { try journal.rowCount() }
 
     // MARK: BoardPacketStore
 
     @discardableResult
     public func ingest(_ packet: SyncPacket, now: UInt64) -> BoardIngestOutcome {
-        var changes: [SyncStoreChange] = []
-        let outcome = board.ingest(packet, now: now, changes: &changes)
-        write(changes)
+        let (outcome, changes) = stores.ingest(packet, now: now)
+        journal.write(changes)
         return outcome
     }
 
-    public func syncCandidates(now: UInt64) -> [SyncPacket] { board.syncCandidates(now: now) }
-    public func livePosts(now: UInt64) -> [BoardPost] { board.livePosts(now: now) }
+    public func syncCandidates(now: UInt64) -> [SyncPacket] { stores.packets(.board, now: now) }
+    public func livePosts(now: UInt64) -> [BoardPost] { stores.livePosts(now: now) }
 
     public func selectCandidates(now: UInt64, where wanted: (UInt64, UInt64) -> Bool) -> (selected: [SyncPacket], declined: Int) {
-        board.selectCandidates(now: now, where: wanted)
+        stores.select(.board, now: now, where: wanted)
     }
 
     public func select(_ kind: SyncStoreKind, now: UInt64, where wanted: (UInt64, UInt64) -> Bool) -> (selected: [SyncPacket], declined: Int) {
-        kind == .board ? board.selectCandidates(now: now, where: wanted) : gossip.select(kind, now: now, where: wanted)
+        stores.select(kind, now: now, where: wanted)
     }
 }
 
