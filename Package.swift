@@ -72,7 +72,7 @@ let package = Package(
             name: "Bridge",
             dependencies: [
                 "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh",
-                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr", "SpamFilter",
+                "MeshRuntime", "MeshSync", "MeshSyncStorage", "Moderation", "ModerationLog", "Nostr", "SpamFilter",
             ]
         ),
         // The moderation console on the bridge's HTTP listener: access (token, sessions, same-origin), audit, routes, pages.

@@ -1,10 +1,12 @@
 public import BotStorage
 public import BotSupport
+public import BridgeCore
 public import IdentityCache
 public import ModerationLog
-public import Nostr
-public import MeshSync
 public import Moderation
+public import MeshSync
+public import MeshSyncStorage
+public import Nostr
 
 /// A failed store operation, as the coordinator reports it: what failed, and whether the disk is full (the
 /// one failure an operator can fix without a restart, and the one that must never stop the bridging).
@@ -21,9 +23,16 @@ extension ModerationLogError: StoreFailure {
     }
 }
 
+extension IdentityStoreError: StoreFailure {
+    public var isDiskFull: Bool {
+        if case .sqlite(let error) = self { return error.isDiskFull }
+        return false
+    }
+}
+
 /// Event ids the bridge published or broadcast (``RecentEventStore``): written before the forward.
 public protocol RecentEventRecording: AnyObject {
-    func record(_ id: [UInt8], as role: RecentEventStore.Role) throws(SQLiteError)
+    func record(_ id: [UInt8], as role: RememberedRole) throws(SQLiteError)
 }
 
 /// Uplinks no relay has acknowledged yet (``UplinkStore``).
@@ -46,12 +55,34 @@ extension RecentEventStore: RecentEventRecording {}
 extension UplinkStore: PendingUplinkStoring {}
 extension ModerationLog: ModerationRecording {}
 
+/// The sync stores' durable table (`SQLiteSyncJournal` in the bridge): read once at start, then every change the
+/// core's ``SyncStores`` report is written through. A failed write is counted, never thrown (the core keeps
+/// serving from memory).
+public protocol SyncJournaling: AnyObject {
+    func restore(now: UInt64) throws(SQLiteError) -> SyncStores
+    func write(_ changes: [SyncStoreChange])
+    var failedWrites: Int { get }
+}
+
 /// postID → event id of the bridge's Nostr copy of a board post (`BoardNostrLedger` in the bridge), so a
-/// tombstone that comes after a restart still deletes the copy (BOARD.md §11 "Ours").
+/// tombstone that comes after a restart still deletes the copy (BOARD.md §11 "Ours"). The core holds the rows
+/// in memory (``BoardLedger``); this is where they are kept.
 public protocol BoardNostrLedgering: AnyObject {
-    func record(postID: [UInt8], eventID: [UInt8], expiresAt: UInt64, now: UInt64) throws(SQLiteError)
-    func eventID(forPost postID: [UInt8], now: UInt64) throws(SQLiteError) -> [UInt8]?
+    func entries(now: UInt64) throws(SQLiteError) -> [BoardLedger.Entry]
+    func record(_ entry: BoardLedger.Entry, now: UInt64) throws(SQLiteError)
     @discardableResult func forget(postID: [UInt8]) throws(SQLiteError) -> Bool
+}
+
+extension SQLiteSyncJournal: SyncJournaling {}
+
+extension BoardNostrLedger: BoardNostrLedgering {
+    public func entries(now: UInt64) throws(SQLiteError) -> [BoardLedger.Entry] {
+        try all(now: now).map { BoardLedger.Entry(postID: $0.postID, eventID: $0.eventID, expiresAt: $0.expiresAt) }
+    }
+
+    public func record(_ entry: BoardLedger.Entry, now: UInt64) throws(SQLiteError) {
+        try record(postID: entry.postID, eventID: entry.eventID, expiresAt: entry.expiresAt, now: now)
+    }
 }
 
 /// Where the last good fleet list is kept across restarts, as its signed event (``FleetListFile`` in the bridge,
@@ -72,9 +103,9 @@ public final class InMemoryFleetList: FleetListKeeping {
     public func save(_ event: NostrEvent) throws(FileError) { self.event = event }
 }
 
-/// Tells whether another process changed the database since the last look (SQLite's `data_version`: it
-/// moves only for commits made through *other* connections — `identities block` from the CLI — never for
-/// our own writes), so the coordinator reloads the block list only when it may have changed.
+/// Tells whether another process changed the database since the last look (SQLite's `data_version`: it moves
+/// only for commits made through *other* connections, never for our own writes). The CLI's edits arrive as a
+/// notification on the control socket; this is the backstop its minutely upkeep consults.
 public protocol ExternalChangeProbe: AnyObject {
     /// A value that differs from the previous one when another connection committed since.
     func changeToken() throws(SQLiteError) -> Int64
@@ -86,9 +117,9 @@ extension SQLiteDatabase: ExternalChangeProbe {
     }
 }
 
-/// The stores the coordinator writes, behind protocols so the coordinator runs in-process with in-memory
-/// doubles in tests, and over one SQLite connection (`bridge.sqlite3`) and the data dir's files in the bridge:
-/// the coordinator itself opens no file.
+/// The stores the coordinator reads at start and writes as the core decides, behind protocols so the
+/// coordinator runs in-process with in-memory doubles in tests, and over one SQLite connection
+/// (`bridge.sqlite3`) and the data dir's files in the bridge: the coordinator itself opens no file.
 ///
 /// `@unchecked Sendable`: the stores are not thread-safe; they are handed to one ``BridgeCoordinator``, which
 /// is their only user while it runs (its actor serialises every call). The bridge's runtime touches the
@@ -99,10 +130,9 @@ public struct BridgeStores: @unchecked Sendable {
     public var uplinks: (any PendingUplinkStoring)?
     public var moderationLog: (any ModerationRecording)?
     public var externalChanges: (any ExternalChangeProbe)?
-    /// Gossip sync and board stores (issue 17; `SQLiteSyncStore` in the bridge): nil = sync requests and
-    /// rounds from the mesh engine are not served.
-    public var sync: (any GossipPacketStore & BoardPacketStore)?
-    /// The board's Nostr copies (BOARD.md §11): nil = accepted geohash posts are not published to Nostr.
+    /// Gossip sync and board stores (issue 17; ``SQLiteSyncJournal`` in the bridge): nil = kept in memory only.
+    public var syncJournal: (any SyncJournaling)?
+    /// The board's Nostr copies (BOARD.md §11): nil = kept in memory only.
     public var boardLedger: (any BoardNostrLedgering)?
     /// The kept fleet list (with fleet moderation on): nil = not kept, a restart waits for the relays.
     public var fleetList: (any FleetListKeeping)?
@@ -110,16 +140,16 @@ public struct BridgeStores: @unchecked Sendable {
     public init(
         recent: any RecentEventRecording, identities: PeerIdentityCache, uplinks: (any PendingUplinkStoring)? = nil,
         moderationLog: (any ModerationRecording)? = nil, externalChanges: (any ExternalChangeProbe)? = nil,
-        sync: (any GossipPacketStore & BoardPacketStore)? = nil, boardLedger: (any BoardNostrLedgering)? = nil,
+        syncJournal: (any SyncJournaling)? = nil, boardLedger: (any BoardNostrLedgering)? = nil,
         fleetList: (any FleetListKeeping)? = nil
     ) {
-        self.fleetList = fleetList
-        self.sync = sync
-        self.boardLedger = boardLedger
         self.recent = recent
         self.identities = identities
         self.uplinks = uplinks
         self.moderationLog = moderationLog
         self.externalChanges = externalChanges
+        self.syncJournal = syncJournal
+        self.boardLedger = boardLedger
+        self.fleetList = fleetList
     }
 }

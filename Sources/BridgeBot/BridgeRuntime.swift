@@ -92,13 +92,13 @@ struct BridgeRuntime: Sendable {
         let identities: PeerIdentityCache
         let uplinkStore: UplinkStore
         let moderationLog: ModerationLog
-        let syncStore: SQLiteSyncStore
+        let syncJournal: SQLiteSyncJournal
         let boardLedger: BoardNostrLedger
         do {
             database = try SQLiteDatabase(path: databasePath)
             // Gossip sync and board stores (issue 17): restored as of now, so after a kill -9 the bridge still
             // answers sync with what it held.
-            syncStore = try SQLiteSyncStore(database: database, now: WallClock.nowMs())
+            syncJournal = try SQLiteSyncJournal(database: database)
             boardLedger = try BoardNostrLedger(database: database)
             recent = try RecentEventStore(database: database)
             uplinkStore = try UplinkStore(database: database)
@@ -204,16 +204,16 @@ struct BridgeRuntime: Sendable {
         }
         let stores = BridgeStores(
             recent: recent, identities: identities, uplinks: uplinkStore, moderationLog: moderationLog, externalChanges: database,
-            sync: syncStore, boardLedger: config.gateway ? DurableBoardLedger(boardLedger) : nil,
+            syncJournal: syncJournal, boardLedger: config.gateway ? boardLedger : nil,
             fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
+        let machine = BridgeMachine(router: router, configuration: .init(
+            keys: keys, powBits: config.powBits, fleet: fleet,
+            sync: SyncResponder.Configuration(airtime: AirtimeBudget.Configuration(bytesPerWindow: config.syncReplyBudgetBytes)),
+            boardCopies: config.gateway, liveView: activity != nil,
+            seed: SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }))
         let coordinator = BridgeCoordinator(
-            router: router, mesh: node, relays: PoolClient(pool: pool), stores: stores, keys: keys, powBits: config.powBits,
-            logger: logger,
-            dependencies: .init(
-                unixNow: { WallClock.nowSeconds() }, unitRandom: { Double.random(in: 0..<1) },
-                activity: activity),
-            fleet: fleet,
-            syncResponder: SyncResponder.Configuration(airtime: AirtimeBudget.Configuration(bytesPerWindow: config.syncReplyBudgetBytes)))
+            machine: machine, mesh: node, relays: PoolClient(pool: pool), stores: stores, logger: logger, time: SystemTime(),
+            activity: activity)
 
         let now = Int64(WallClock.nowSeconds())
         if config.gateway {
@@ -622,15 +622,4 @@ struct PoolClient: BridgeRelayClient {
     func publish(_ event: NostrEvent) { pool.publish(event) }
 
     func setPriorityAuthors(_ authors: Set<String>) { pool.setPriorityAuthors(authors) }
-}
-
-/// The durable ledger as the coordinator's `BoardNostrLedgering` (BOARD.md §11: persist postID → eventID).
-final class DurableBoardLedger: BoardNostrLedgering {
-    let ledger: BoardNostrLedger
-    init(_ ledger: BoardNostrLedger) { self.ledger = ledger }
-    func record(postID: [UInt8], eventID: [UInt8], expiresAt: UInt64, now: UInt64) throws(SQLiteError) {
-        try ledger.record(postID: postID, eventID: eventID, expiresAt: expiresAt, now: now)
-    }
-    func eventID(forPost postID: [UInt8], now: UInt64) throws(SQLiteError) -> [UInt8]? { try ledger.eventID(forPost: postID, now: now) }
-    func forget(postID: [UInt8]) throws(SQLiteError) -> Bool { try ledger.forget(postID: postID) }
 }

@@ -183,6 +183,64 @@ final class ControlSocket: Sendable {
         }
     }
 
+    /// Why a request to a running bridge got no answer.
+    enum RequestError: Error, CustomStringConvertible {
+        case noBridge(String)
+        case failed(String)
+
+        var description: String {
+            switch self {
+            case .noBridge(let detail): "no bridge is running (\(detail))"
+            case .failed(let detail): detail
+            }
+        }
+    }
+
+    /// One request to the bridge running on `dataDirectory` (its `control.sock`); the answer, or why there is
+    /// none (`ok:false` answers carry their error).
+    static func request(_ request: JSONValue, dataDirectory: String) throws(RequestError) -> JSONValue {
+        let path = FileIO.join(dataDirectory, "control.sock")
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .failed("socket path too long: \(path)") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+            raw[bytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .failed("socket: \(lastError())") }
+        defer { close(fd) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw .noBridge("cannot connect to \(path): \(lastError())") }
+        send(fd, request)
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !buffer.contains(UInt8(ascii: "\n")), buffer.count <= Limits.maxRequestBytes * 16 {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Limits.connectionMs + 1_000) > 0 else { throw .failed("the bridge did not answer") }
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            buffer += chunk[0..<count]
+        }
+        let answer: JSONValue
+        do {
+            answer = try JSONParser().parse(Array(buffer.prefix { $0 != UInt8(ascii: "\n") }))
+        } catch {
+            throw .failed("the bridge's answer is not JSON: \(error)")
+        }
+        guard answer["ok"]?.boolValue == true else { throw .failed(answer["error"]?.stringValue ?? "the bridge refused the request") }
+        return answer
+    }
+
+    /// Tells the bridge running on `dataDirectory`, if any, that this process changed its stores (the CLI's
+    /// `identities` edits): it reads the block list and pins again at once. No bridge running: nothing to tell.
+    static func notifyStoresChanged(dataDirectory: String) {
+        _ = try? request(.object([("op", .string("stores.changed"))]), dataDirectory: dataDirectory)
+    }
+
     /// A detached thread running `body` (BotSupport's ``OwnerThread``); on the calling thread when none can
     /// be created.
     private static func spawn(_ body: @escaping @Sendable () -> Void) {

@@ -68,6 +68,7 @@ enum IdentitiesCommand {
                     } catch {
                         throw .failure("cannot forget \(key): \(error)")
                     }
+                    ControlSocket.notifyStoresChanged(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
                 },
             Subcommand("stats", CommandSpec(
                 path: "identities stats", summary: "Count the identities, strangers and protected ones.",
@@ -78,7 +79,8 @@ enum IdentitiesCommand {
         ],
         details: """
             The policy file <data-dir>/policy.json ({"allow": [...], "verify": [...], "block": [...]}) also protects.
-            Edits go to the database at once; a running bridge reads rows on every lookup.
+            Edits go to the database at once and the running bridge on the data directory applies them at once
+            (told on its control socket).
             """)
 
     static func run(_ arguments: [String]) throws(CommandExit) {
@@ -189,6 +191,7 @@ enum IdentitiesCommand {
         } catch {
             throw .failure("cannot update \(key): \(error)")
         }
+        ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory)
         if json {
             printJSON(record.map { recordJSON($0, lists: cache.operatorLists) } ?? .object([("key", .string(key.qualified)), ("removed", .bool(true))]))
             return

@@ -34,6 +34,11 @@ enum ControlCommands {
             case .failure(let error):
                 return reply(op, logger, error: error.description)
             }
+        case "stores.changed":
+            // Another process (`identities block`, `forget`) wrote the database: the block list and pins are read again.
+            coordinator.storesChanged()
+            logger.info("control request", [("op", .string(op))])
+            return .object([("ok", .bool(true))])
         case "notice.list":
             let posts = await coordinator.notices()
             logger.info("control request", [("op", .string(op)), ("count", .integer(Int64(posts.count)))])
@@ -50,7 +55,7 @@ enum ControlCommands {
                 return reply(op, logger, error: error.description)
             }
         default:
-            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw)")
+            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed)")
         }
     }
 
@@ -144,39 +149,10 @@ enum NoticeCommand {
 
     /// One request over `<data-dir>/control.sock`; an `ok:false` answer becomes exit 1 with its error.
     static func call(_ request: JSONValue, _ args: ParsedArguments) throws(CommandExit) -> JSONValue {
-        let path = FileIO.join(Paths.dataDirectory(option: args.value("--data-dir")), "control.sock")
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .failure("socket path too long: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-            raw[bytes.count] = 0
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .failure("socket: \(ControlSocket.lastError())") }
-        defer { close(fd) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw .failure("no bridge is running (cannot connect to \(path): \(ControlSocket.lastError()))") }
-        ControlSocket.send(fd, request)
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while !buffer.contains(UInt8(ascii: "\n")), buffer.count <= ControlSocket.Limits.maxRequestBytes * 16 {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, ControlSocket.Limits.connectionMs + 1_000) > 0 else { throw .failure("the bridge did not answer") }
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            buffer += chunk[0..<count]
-        }
-        let answer: JSONValue
         do {
-            answer = try JSONParser().parse(Array(buffer.prefix { $0 != UInt8(ascii: "\n") }))
+            return try ControlSocket.request(request, dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
         } catch {
-            throw .failure("the bridge's answer is not JSON: \(error)")
+            throw .failure(error.description)
         }
-        guard answer["ok"]?.boolValue == true else { throw .failure(answer["error"]?.stringValue ?? "the bridge refused the request") }
-        return answer
     }
 }

@@ -292,6 +292,8 @@ public struct BridgeRouter {
     public var pendingDownlinks: Int { downlinks.pendingCount }
     /// The authors (hex) the downlink scheduler counts as established at `now` (delivered ≥ 10 min ago).
     public func establishedAuthors(now: Double) -> Set<String> { Set(downlinks.establishedSenders(now: now).map(\.hex)) }
+    /// When ``establishedAuthors(now:)`` next grows without a delivery (nil: not before the next delivery).
+    public func nextEstablishment(now: Double) -> Double? { downlinks.nextEstablishment(now: now) }
     /// Downlinks the scheduler dropped, by reason.
     public var downlinkDrops: Tally<AirtimeDrop> { downlinks.drops }
     public var queuedUplinks: Int { uplinks.count }
@@ -353,9 +355,16 @@ public struct BridgeRouter {
         return actions
     }
 
-    /// When ``tick(now:)`` has work next (a hold ends or the budget frees up), at the latest one presence interval.
+    /// When ``tick(now:)`` has work next: a downlink hold ends or the budget frees up, or a presence is due
+    /// (only while a relay is up); `.infinity` when nothing is (an idle bridge with no relay sleeps).
     public func nextWake(now: Double) -> Double {
-        min(downlinks.nextWake(now: now) ?? now + 1, now + 1)
+        var next = downlinks.nextWake(now: now) ?? .infinity
+        guard relaysUp else { return next }
+        if settings.rendezvousCell != nil, rendezvousKey != nil {
+            next = min(next, lastPresence.map { $0 + settings.limits.presenceInterval } ?? now)
+        }
+        if settings.channel != nil, channelKey != nil { next = min(next, nextChannelPresence ?? now) }
+        return next
     }
 
     /// Rendezvous presence (kind 20001, `[["r", cell]]`, empty content) every 240 s while a relay is up,

@@ -136,58 +136,72 @@ public final class PeerIdentityCache {
 
     /// Records a verified sighting and, when one is due, runs a retention pass in the same transaction.
     public func recordSighting(_ sighting: Sighting, now: UTCTime) throws(IdentityStoreError) -> SightingOutcome {
-        try store.transaction { () throws(IdentityStoreError) -> SightingOutcome in
-            counters.sightings += 1
-            let today = now.day
-            let existing = try store.record(sighting.key)
-            if let existing, let pinned = existing.pins, let offered = sighting.pins, pinned.signingKey != offered.signingKey {
-                _ = try notePinRefusal(existing, now: now)
-                return SightingOutcome(result: .rejectedPinMismatch, pass: nil)
-            }
-            let nickname = sighting.nickname.map { IdentityRecord.truncated($0, maxBytes: IdentityRecord.Limits.maxNicknameBytes) }
-            var updated = existing ?? IdentityRecord(key: sighting.key)
-            if updated.pins == nil { updated.pins = sighting.pins }
-            if let peerID = sighting.peerID { updated.peerID = peerID }
-            if let nickname { updated.nickname = nickname }
-            if updated.firstSeen == nil { updated.firstSeen = now }
-            let protected = isProtected(updated)
-            if protected {
-                updated.lastSeen = nil
-            } else if RetentionRules.shouldRefresh(stamp: updated.lastSeen, today: today) {
-                updated.lastSeen = today
-            }
-            let result: SightingResult
-            if existing == nil {
-                result = .firstContact
-                counters.firstContacts += 1
-                if !protected, let count = strangerCount { strangerCount = count + 1 }
-            } else {
-                result = updated == existing ? .unchanged : .refreshed
-            }
-            if updated != existing {
-                try store.put(updated)
-                counters.writes += 1
-            }
-            let reason: PassReason?
-            if lastPassDay == nil {
-                reason = .firstAfterStart
-            } else if let count = strangerCount, count > RetentionRules.Limits.strangerCap {
-                reason = .cap
-            } else if lastPassDay != today {
-                reason = .daily
-            } else if strangerCount == nil {
-                reason = .policyReload
-            } else {
-                reason = nil
-            }
-            guard let reason else { return SightingOutcome(result: result, pass: nil) }
-            guard let lists = operatorLists else {
-                counters.passesHeldForPolicy += 1
-                return SightingOutcome(result: result, pass: nil)
-            }
-            let report = try runPass(reason: reason, today: today, announcer: sighting.key, lists: lists)
-            return SightingOutcome(result: result, pass: report)
+        try store.transaction { () throws(IdentityStoreError) -> SightingOutcome in try record(sighting, now: now) }
+    }
+
+    /// Records a batch of verified sightings in one store transaction (the bridge writes them in batches, off the
+    /// routing path), each as ``recordSighting(_:now:)`` would, passes included; the outcomes in order. A failure
+    /// rolls the whole batch back.
+    public func recordSightings(_ sightings: [Sighting], now: UTCTime) throws(IdentityStoreError) -> [SightingOutcome] {
+        guard !sightings.isEmpty else { return [] }
+        return try store.transaction { () throws(IdentityStoreError) -> [SightingOutcome] in
+            var outcomes: [SightingOutcome] = []
+            for sighting in sightings { outcomes.append(try record(sighting, now: now)) }
+            return outcomes
         }
+    }
+
+    private func record(_ sighting: Sighting, now: UTCTime) throws(IdentityStoreError) -> SightingOutcome {
+        counters.sightings += 1
+        let today = now.day
+        let existing = try store.record(sighting.key)
+        if let existing, let pinned = existing.pins, let offered = sighting.pins, pinned.signingKey != offered.signingKey {
+            _ = try notePinRefusal(existing, now: now)
+            return SightingOutcome(result: .rejectedPinMismatch, pass: nil)
+        }
+        let nickname = sighting.nickname.map { IdentityRecord.truncated($0, maxBytes: IdentityRecord.Limits.maxNicknameBytes) }
+        var updated = existing ?? IdentityRecord(key: sighting.key)
+        if updated.pins == nil { updated.pins = sighting.pins }
+        if let peerID = sighting.peerID { updated.peerID = peerID }
+        if let nickname { updated.nickname = nickname }
+        if updated.firstSeen == nil { updated.firstSeen = now }
+        let protected = isProtected(updated)
+        if protected {
+            updated.lastSeen = nil
+        } else if RetentionRules.shouldRefresh(stamp: updated.lastSeen, today: today) {
+            updated.lastSeen = today
+        }
+        let result: SightingResult
+        if existing == nil {
+            result = .firstContact
+            counters.firstContacts += 1
+            if !protected, let count = strangerCount { strangerCount = count + 1 }
+        } else {
+            result = updated == existing ? .unchanged : .refreshed
+        }
+        if updated != existing {
+            try store.put(updated)
+            counters.writes += 1
+        }
+        let reason: PassReason?
+        if lastPassDay == nil {
+            reason = .firstAfterStart
+        } else if let count = strangerCount, count > RetentionRules.Limits.strangerCap {
+            reason = .cap
+        } else if lastPassDay != today {
+            reason = .daily
+        } else if strangerCount == nil {
+            reason = .policyReload
+        } else {
+            reason = nil
+        }
+        guard let reason else { return SightingOutcome(result: result, pass: nil) }
+        guard let lists = operatorLists else {
+            counters.passesHeldForPolicy += 1
+            return SightingOutcome(result: result, pass: nil)
+        }
+        let report = try runPass(reason: reason, today: today, announcer: sighting.key, lists: lists)
+        return SightingOutcome(result: result, pass: report)
     }
 
     /// One retention pass (§3): stamp the unstamped, forget the long-unseen (two-day agreement), then trim to

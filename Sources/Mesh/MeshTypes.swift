@@ -51,6 +51,20 @@ public struct MeshPeer: Sendable, Equatable {
     public var lastSeen: UInt64
     /// True when this peer is a direct peer of one of our links (its announce verified there at TTL 7).
     public var isDirect: Bool
+
+    public init(
+        id: MeshPeerID, nickname: String, noisePublicKey: [UInt8], signingPublicKey: Ed25519PublicKey,
+        capabilities: PeerCapabilities?, bridgeGeohash: String?, lastSeen: UInt64, isDirect: Bool
+    ) {
+        self.id = id
+        self.nickname = nickname
+        self.noisePublicKey = noisePublicKey
+        self.signingPublicKey = signingPublicKey
+        self.capabilities = capabilities
+        self.bridgeGeohash = bridgeGeohash
+        self.lastSeen = lastSeen
+        self.isDirect = isDirect
+    }
 }
 
 /// A verified public chat message.

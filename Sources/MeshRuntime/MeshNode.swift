@@ -1,5 +1,5 @@
 public import Mesh
-import BotSupport
+public import BotSupport
 import Synchronization
 public import BitchatWire
 
@@ -7,8 +7,8 @@ public import BitchatWire
 /// ``Limits/tickMs`` and the owner's inputs; performs its transmits (honouring their jitter delays) and
 /// publishes everything else on ``actions``.
 ///
-/// The engine stays pure; the node is the only place with time, and its time is a ``MeshClock`` (tests
-/// inject ``ManualMeshClock``). No polling: one timer task sleeps until the next due transmit or tick and is
+/// The engine stays pure; the node is the only place with time, and its time is a ``TimeSource`` (tests
+/// inject ``ManualTime``). No polling: one timer task sleeps until the next due transmit or tick and is
 /// woken early when new work is due sooner.
 ///
 /// Inputs arrive two ways, both applied in the order given:
@@ -82,7 +82,7 @@ public actor MeshNode {
     private let continuation: AsyncStream<MeshAction>.Continuation
     private var engine: MeshPeerEngine
     private let transport: any MeshTransport
-    private let clock: any MeshClock
+    private let clock: any TimeSource
     private var random: SeededRandom
     private let inputs = InputQueue()
     private var pending = MinHeap<Timed<Pending>>()
@@ -96,7 +96,7 @@ public actor MeshNode {
     private var peersOutOfSync = false
 
     /// `actionBuffer`: ``Limits/actionBuffer`` (tests make it small to overflow it).
-    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any MeshClock, seed: UInt64,
+    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any TimeSource, seed: UInt64,
                 actionBuffer: Int = Limits.actionBuffer) {
         self.engine = engine
         self.transport = transport
@@ -107,7 +107,7 @@ public actor MeshNode {
 
     /// `wallClock` returns ms since the Unix epoch (the executable passes the system clock).
     public init(engine: MeshPeerEngine, transport: any MeshTransport, wallClock: @escaping @Sendable () -> UInt64, seed: UInt64) {
-        self.init(engine: engine, transport: transport, clock: SystemMeshClock(wallClock: wallClock), seed: seed)
+        self.init(engine: engine, transport: transport, clock: SystemTime(wallClock: wallClock), seed: seed)
     }
 
     public var peers: [MeshPeerID: MeshPeer] { engine.peers }
@@ -149,9 +149,9 @@ public actor MeshNode {
     /// or not ``run()`` is running. Meant for a stop: enqueue the leave, flush, then close the transport.
     public func flush(timeoutMs: UInt64) async -> FlushReport {
         applyQueuedInputs()
-        let deadline = clock.now() &+ timeoutMs
+        let deadline = clock.nowMs() &+ timeoutMs
         while let next = pending.first {
-            let now = clock.now()
+            let now = clock.nowMs()
             flushDue(now: now)
             guard !pending.isEmpty else { break }
             guard now < deadline, !Task.isCancelled else {
@@ -160,14 +160,14 @@ public actor MeshNode {
                 nodeCounters.abandonedAtFlush += abandoned
                 return FlushReport(completed: false, abandonedTransmits: abandoned)
             }
-            await clock.sleep(until: min(next.due, deadline))
+            await clock.sleep(untilMs: min(next.due, deadline))
         }
         return FlushReport(completed: true, abandonedTransmits: 0)
     }
 
     /// Drives the node until the transport closes or the task is cancelled.
     public func run() async {
-        nextTickAt = clock.now()
+        nextTickAt = clock.nowMs()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [transport] in
                 for await event in transport.events {
@@ -203,7 +203,7 @@ public actor MeshNode {
 
     @discardableResult
     private func apply(_ input: MeshInput) -> UInt64 {
-        let now = clock.now()
+        let now = clock.nowMs()
         perform(engine.handle(input, now: now, random: &random), now: now)
         return now
     }
@@ -231,7 +231,7 @@ public actor MeshNode {
     private func armSleeper() -> Task<Void, Never> {
         let deadline = min(nextTickAt, pending.first?.due ?? .max)
         let clock = clock
-        let task = Task.detached { await clock.sleep(until: deadline) }
+        let task = Task.detached { await clock.sleep(untilMs: deadline) }
         sleeper = task
         sleeperDeadline = deadline
         return task
@@ -244,7 +244,7 @@ public actor MeshNode {
     }
 
     private func timerFired() {
-        let now = clock.now()
+        let now = clock.nowMs()
         if now >= nextTickAt {
             nextTickAt = now + Limits.tickMs
             perform(engine.handle(.tick, now: now, random: &random), now: now)

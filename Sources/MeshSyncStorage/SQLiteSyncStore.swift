@@ -242,4 +242,10 @@ public final class BoardNostrLedger {
     public func count() throws(SQLiteError) -> Int {
         Int(try database.prepare("SELECT count(*) FROM board_nostr_ledger").query { $0.int64(0) }.first ?? 0)
     }
+
+    /// Every row whose post has not expired at `now` (ms): what the bridge core holds in memory at start.
+    public func all(now: UInt64) throws(SQLiteError) -> [(postID: [UInt8], eventID: [UInt8], expiresAt: UInt64)] {
+        try database.prepare("SELECT post_id, event_id, expires_at FROM board_nostr_ledger WHERE expires_at > ?")
+            .query([.integer(Int64(clamping: now))]) { ($0.blob(0), $0.blob(1), UInt64(max(0, $0.int64(2)))) }
+    }
 }

@@ -13,16 +13,8 @@ import Testing
 import MeshRuntime
 import BridgeCore
 
-/// The durable ledger as the coordinator sees it (the bridge wraps it the same way in `BridgeRuntime`).
-final class LedgerAdapter: BoardNostrLedgering, @unchecked Sendable {
-    let ledger: BoardNostrLedger
-    init() throws { ledger = try BoardNostrLedger(database: SQLiteDatabase(path: ":memory:")) }
-    func record(postID: [UInt8], eventID: [UInt8], expiresAt: UInt64, now: UInt64) throws(SQLiteError) {
-        try ledger.record(postID: postID, eventID: eventID, expiresAt: expiresAt, now: now)
-    }
-    func eventID(forPost postID: [UInt8], now: UInt64) throws(SQLiteError) -> [UInt8]? { try ledger.eventID(forPost: postID, now: now) }
-    func forget(postID: [UInt8]) throws(SQLiteError) -> Bool { try ledger.forget(postID: postID) }
-}
+/// The durable ledger, as the bridge has it, on a database in memory.
+func memoryLedger() throws -> BoardNostrLedger { try BoardNostrLedger(database: SQLiteDatabase(path: ":memory:")) }
 
 @Suite("Board ⇄ Nostr copies (BOARD.md §11)")
 struct BoardNostrCopyTests {
@@ -152,7 +144,7 @@ struct BoardNostrCopyTests {
 extension CoordinatorTests {
     @Test("an accepted geohash post is copied once as kind 1 under the bridge's channel key; its tombstone sends kind 5; mesh-local and author-bridged posts are not copied")
     func boardPostsReachNostr() async throws {
-        let ledger = try LedgerAdapter()
+        let ledger = try memoryLedger()
         let world = try World(sync: true, boardLedger: ledger)
         let author = Ed25519PrivateKey.generate()
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
@@ -275,7 +267,7 @@ struct OperatorNoticeTests {
 extension CoordinatorTests {
     @Test("an operator notice reaches the phone as an urgent board post and Nostr as kind 1; withdraw sends the tombstone and kind 5")
     func operatorNotice() async throws {
-        let ledger = try LedgerAdapter()
+        let ledger = try memoryLedger()
         let world = try World(sync: true, boardLedger: ledger, phoneSync: true)
         try await world.run { world in await Self.noticeScenario(world) }
         let published = world.relays.published.withLock { $0 }
@@ -332,7 +324,7 @@ extension CoordinatorTests {
 extension CoordinatorTests {
     @Test("another island's copy: the carried post and its tombstone are stored and broadcast once at TTL 7, otherwise unchanged; forged, wrong-cell, stale and expired ones are counted and not broadcast; nothing is copied back")
     func boardPacketsFromNostr() async throws {
-        let world = try World(sync: true, boardLedger: LedgerAdapter(), phoneSync: true)
+        let world = try World(sync: true, boardLedger: memoryLedger(), phoneSync: true)
         let author = Ed25519PrivateKey.generate()
         // Island A's bridge, whose copies this bridge reads; any key would do (the inner signature decides).
         let islandA = try SchnorrSecretKey(bytes: [UInt8](repeating: 8, count: 32))

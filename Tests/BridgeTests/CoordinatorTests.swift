@@ -101,8 +101,13 @@ struct CoordinatorTests {
         let phone: MeshNode
         let intake = RelayIntake()
         let seen = Recorder()
-        /// With `sync`: the bridge's gossip sync stores (SQLite in memory); read only after ``run(_:)``.
-        let syncStore: SQLiteSyncStore?
+        /// With `sync`: the bridge's gossip sync table (SQLite in memory).
+        let syncDatabase: SQLiteDatabase?
+        let syncJournal: SQLiteSyncJournal?
+        /// What the sync table holds (read only after ``run(_:)``).
+        var syncStore: SQLiteSyncStore? {
+            syncDatabase.flatMap { try? SQLiteSyncStore(database: $0, now: UInt64(Date().timeIntervalSince1970 * 1000)) }
+        }
 
         /// - Parameter database: an SQLite connection for the stranger cache and the external-change probe
         ///   (as the bridge has); nil keeps the cache in memory.
@@ -112,7 +117,8 @@ struct CoordinatorTests {
             fleet: FleetSettings? = nil, boardLedger: (any BoardNostrLedgering)? = nil, phoneSync: Bool = false,
             fleetList: (any FleetListKeeping)? = nil
         ) throws {
-            syncStore = sync ? try SQLiteSyncStore(database: SQLiteDatabase(path: ":memory:"), now: UInt64(Date().timeIntervalSince1970 * 1000)) : nil
+            syncDatabase = sync ? try SQLiteDatabase(path: ":memory:") : nil
+            syncJournal = try syncDatabase.map { try SQLiteSyncJournal(database: $0) }
             let store: any IdentityStore = try database.map { try SQLiteIdentityStore(database: $0) } ?? InMemoryIdentityStore()
             identities = PeerIdentityCache(store: store, logger: Logger(label: "t", level: .error))
             let channel = try GeohashCell(CoordinatorTests.geohash)
@@ -141,13 +147,14 @@ struct CoordinatorTests {
                 judge: judge, clockOrigin: .now)
             // The block list the coordinator loads at start comes from the stranger cache's operator lists.
             identities.setOperatorLists(OperatorLists(allowed: allowed, blocked: blocked))
+            let machine = BridgeMachine(router: router, configuration: .init(
+                keys: keys, fleet: fleet, sync: sync ? SyncResponder.Configuration() : nil, boardCopies: boardLedger != nil, seed: 1))
             coordinator = BridgeCoordinator(
-                router: router, mesh: bridgeNode, relays: relays,
+                machine: machine, mesh: bridgeNode, relays: relays,
                 stores: BridgeStores(
                     recent: recent, identities: identities, uplinks: uplinks, moderationLog: moderation, externalChanges: database,
-                    sync: syncStore, boardLedger: boardLedger, fleetList: fleetList),
-                keys: keys, powBits: 0, logger: Logger(label: "bridge", level: .info, sink: sink),
-                dependencies: .init(unixNow: { Date().timeIntervalSince1970 }, unitRandom: { 0 }), fleet: fleet)
+                    syncJournal: syncJournal, boardLedger: boardLedger, fleetList: fleetList),
+                logger: Logger(label: "bridge", level: .info, sink: sink), time: SystemTime())
         }
 
         /// Runs the nodes and the coordinator while `body` runs, then stops the coordinator gracefully.
@@ -467,7 +474,7 @@ struct CoordinatorTests {
         #expect(world.sink.all.contains { $0.message == "hidden" && $0.jsonLine.contains("\"blocked\"") })
     }
 
-    @Test("a block written by another connection (the CLI's `identities block`) applies to the running bridge")
+    @Test("a block written by another connection (the CLI's `identities block`, which then notifies the control socket) applies to the running bridge")
     func blockFromAnotherProcess() async throws {
         let path = NSTemporaryDirectory() + "coordinator-\(UUID().uuidString).sqlite3"
         let world = try World(database: try SQLiteDatabase(path: path))
@@ -479,6 +486,8 @@ struct CoordinatorTests {
             let cli = PeerIdentityCache(
                 store: try SQLiteIdentityStore(database: try SQLiteDatabase(path: path)), logger: Logger(label: "cli", level: .error))
             _ = try cli.annotate(try IdentityKey.nostr(pubkey: mallory.publicKey.bytes)) { $0.blocked = true }
+            // …and tells the running bridge on its control socket (`ControlCommands`, op `stores.changed`).
+            world.coordinator.storesChanged()
             let deadline = ContinuousClock.now + .seconds(60)
             while await world.coordinator.snapshot().blockedKeys == 0, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))

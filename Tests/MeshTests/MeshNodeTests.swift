@@ -5,14 +5,14 @@ import BotSupport
 import Testing
 
 /// Issue 15, one lifecycle: the node wakes on its clock (no 5/50 ms poll), keeps enqueued inputs in order,
-/// and flushes paced transmits before a stop, with a deadline. Driven by ``ManualMeshClock``; every wait is
+/// and flushes paced transmits before a stop, with a deadline. Driven by ``ManualTime``; every wait is
 /// for an event (a frame heard, a sleeper registered), none polls.
 @Suite("Mesh node on an injected clock")
 struct MeshNodeTests {
     /// A node on an in-process segment, and a raw member of the same segment that hears what it sends.
     struct Rig {
         let air = InProcessAir(mtu: 185)
-        let clock = ManualMeshClock(startingAt: start)
+        let clock = ManualTime(startingAt: start)
         let node: MeshNode
         let probe: InProcessAir.Transport
         var probeEvents: MeshInbound.AsyncIterator

@@ -143,6 +143,12 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
         established.compactMap { now - $0.value.first >= settings.establishedAfter ? $0.key : nil }
     }
 
+    /// When the next delivered sender becomes established (the set of ``establishedSenders(now:)`` grows
+    /// then, or at a delivery); nil when every remembered sender is established already.
+    public func nextEstablishment(now: Double) -> Double? {
+        established.values.lazy.map { $0.first + self.settings.establishedAfter }.filter { $0 > now }.min()
+    }
+
     /// Bytes `sender` put on the air inside the fairness window (as of the last call).
     public func airtime(of sender: Sender) -> Int { senders[sender]?.airtime ?? 0 }
 

@@ -1,39 +1,51 @@
 import Synchronization
 
-/// The time a ``MeshNode`` runs on: the engine's wall time (ms since the Unix epoch) and a way to wait for
-/// it. Injected, so tests drive the node with ``ManualMeshClock`` instead of real time.
-public protocol MeshClock: Sendable {
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The time an owner of deadlines runs on (the bridge's coordinator, the mesh node): wall time in ms since
+/// the Unix epoch and a way to wait for it. Injected, so tests drive them with ``ManualTime`` instead of real
+/// time and advance it without sleeping.
+public protocol TimeSource: Sendable {
     /// ms since the Unix epoch.
-    func now() -> UInt64
+    func nowMs() -> UInt64
     /// Returns once `now() >= deadline`, or earlier (callers check the time again), or when the calling task
     /// is cancelled.
-    func sleep(until deadline: UInt64) async
+    func sleep(untilMs deadline: UInt64) async
 }
 
-/// Real time: `wallClock` for the time, `Task.sleep` for waiting. One wait is at most
-/// ``Limits/maxSleepMs``, so a wall clock stepped backwards (NTP) delays the node by at most that.
-public struct SystemMeshClock: MeshClock {
+/// Real time: `wallClock` for the time, `Task.sleep` for waiting. One wait is at most ``Limits/maxSleepMs``, so
+/// a wall clock stepped (NTP, a Pi that booted without network time) delays a deadline by at most that.
+public struct SystemTime: TimeSource {
     public enum Limits {
-        public static let maxSleepMs: UInt64 = 1_000
+        public static let maxSleepMs: UInt64 = 5_000
     }
 
     private let wallClock: @Sendable () -> UInt64
 
-    public init(wallClock: @escaping @Sendable () -> UInt64) {
+    public init(wallClock: @escaping @Sendable () -> UInt64 = SystemTime.wallClockMs) {
         self.wallClock = wallClock
     }
 
-    public func now() -> UInt64 { wallClock() }
+    public func nowMs() -> UInt64 { wallClock() }
 
-    public func sleep(until deadline: UInt64) async {
+    /// The system's wall clock (CLOCK_REALTIME), ms since the Unix epoch.
+    @Sendable public static func wallClockMs() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return UInt64(spec.tv_sec) * 1_000 + UInt64(spec.tv_nsec) / 1_000_000
+    }
+
+    public func sleep(untilMs deadline: UInt64) async {
         let now = wallClock()
         guard deadline > now else { return }
         try? await Task.sleep(for: .milliseconds(min(deadline - now, Limits.maxSleepMs)))
     }
 }
 
-/// A clock that moves only when told (tests): ``advance(to:)`` wakes every sleeper whose deadline passed.
-public final class ManualMeshClock: MeshClock, Sendable {
+/// Time that moves only when told (tests): ``advance(to:)`` wakes every sleeper whose deadline passed.
+public final class ManualTime: TimeSource, Sendable {
     private struct Sleeper {
         let id: UInt64
         let deadline: UInt64
@@ -54,7 +66,7 @@ public final class ManualMeshClock: MeshClock, Sendable {
         state = Mutex(State(now: now))
     }
 
-    public func now() -> UInt64 { state.withLock { $0.now } }
+    public func nowMs() -> UInt64 { state.withLock { $0.now } }
 
     /// Tasks waiting in ``sleep(until:)`` now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
@@ -74,7 +86,7 @@ public final class ManualMeshClock: MeshClock, Sendable {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    public func advance(by ms: UInt64) { advance(to: now() + ms) }
+    public func advance(by ms: UInt64) { advance(to: nowMs() + ms) }
 
     /// Returns once some task sleeps until exactly `deadline` (at once if one does already): a test's way to
     /// know the code under test has reached its wait, without polling.
@@ -89,7 +101,7 @@ public final class ManualMeshClock: MeshClock, Sendable {
         }
     }
 
-    public func sleep(until deadline: UInt64) async {
+    public func sleep(untilMs deadline: UInt64) async {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -112,6 +124,19 @@ public final class ManualMeshClock: MeshClock, Sendable {
                 return state.sleepers.remove(at: index)
             }
             cancelled?.continuation.resume()
+        }
+    }
+}
+
+extension TimeSource {
+    /// Waits until `deadline` (ms) or a signal on `wake`, whichever comes first, or the task's cancellation:
+    /// the one wait of an owner whose next deadline can move earlier while it sleeps.
+    public func wait(untilMs deadline: UInt64, or wake: WakeSignal) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.sleep(untilMs: deadline) }
+            group.addTask { await wake.wait() }
+            await group.next()
+            group.cancelAll()
         }
     }
 }

@@ -1,0 +1,163 @@
+import BotCrypto
+import BotSupport
+public import Identity
+import Nostr
+import SpamFilter
+
+/// The machine's operator side: the console's and the signals' inputs (shadow mode, denylist, spam limits, the
+/// policy file read again), the block list read again, fleet moderation (lists offered, merged into the judge,
+/// the console's changes published), the release of a hidden message, and the priority authors.
+extension BridgeMachine {
+    mutating func operatorInput(_ input: OperatorInput, now: Double) -> [Action] {
+        switch input {
+        case .reloadPolicy(let result): return reloadPolicy(result, now: now).actions
+        case .setShadowMode(let on):
+            guard router.judge.policy.isShadowMode != on else { return [] }
+            router.setShadowMode(on)
+            return [.log(LogLine(.notice, on ? "shadow mode on: the spam filter logs, hides nothing" : "shadow mode off: the spam filter hides",
+                                 [("shadow", .bool(on))]))]
+        case .setDenylist(let list):
+            localDenylist = list
+            applyJudgeLists()
+            return [.log(LogLine(.notice, "denylist set", [("denylist.entries", .integer(Int64(list.entries.count)))]))]
+        case .fleetChange(let change): return publishFleetChange(change, now: now)
+        case .setSpamLimits(let config):
+            router.setSpamConfig(config)
+            return [.log(LogLine(.notice, "spam limits set", [("spam", config.jsonValue)]))]
+        }
+    }
+
+    /// The policy file read again (SIGHUP). A file that cannot be read or parsed fails closed: the last readable
+    /// lists stay in force (the executor holds retention passes and keeps the block list), so an editing mistake
+    /// never unblocks anyone. The change is against the last readable lists, not the failed read in between.
+    public mutating func reloadPolicy(
+        _ result: Result<OperatorLists, OperatorLists.LoadError>, now: Double
+    ) -> (change: PolicyChange?, actions: [Action]) {
+        switch result {
+        case .failure(let error):
+            return (nil, [.log(LogLine(.error, "policy reload failed; retention passes held, the last readable block list stays in force", [
+                ("error", .string(error.description)),
+            ]))])
+        case .success(let lists):
+            let change = PolicyChange(old: operatorLists ?? .empty, new: lists)
+            operatorLists = lists
+            priorityDirty = true
+            var metadata: [(String, JSONValue)] = [
+                ("policy.allow", .integer(Int64(lists.allowed.count))), ("policy.verify", .integer(Int64(lists.verified.count))),
+                ("policy.block", .integer(Int64(lists.blocked.count))),
+            ]
+            for (name, keys) in change.listed {
+                metadata.append((name, .array(keys.prefix(PolicyChange.Limits.keysLogged).map { .string($0.qualified) })))
+            }
+            let line = LogLine(.notice, change.isEmpty ? "policy reloaded; no change" : "policy reloaded", metadata)
+            return (change, [.log(line)] + refreshPriorityAuthors(now: now))
+        }
+    }
+
+    /// The identity store's block list (the policy file's and the annotated rows), read again.
+    mutating func setLocalBlocks(_ keys: Set<IdentityKey>, log: Bool) -> [Action] {
+        let changed = keys != localBlocked
+        localBlocked = keys
+        applyJudgeLists()
+        guard changed, log else { return [] }
+        return [.log(LogLine(.info, "block list loaded", [("block.keys", .integer(Int64(keys.count)))]))]
+    }
+
+    /// The judge's block list and denylist: local ∪ fleet.
+    mutating func applyJudgeLists() {
+        let current = fleet?.current
+        let blocked = FleetList.mergedBlocks(local: localBlocked, fleet: current)
+        if blocked != router.judge.blocked { router.setBlocked(blocked) }
+        let (denylist, dropped) = FleetList.mergedDenylist(local: localDenylist, fleet: current)
+        counters.fleetWordsDropped = dropped
+        if denylist != router.judge.denylist { router.setDenylist(denylist) }
+    }
+
+    // MARK: Fleet moderation
+
+    /// Offers a verified event to the fleet state; a list now in force goes into the judge and (unless it came
+    /// from the kept file) into the data directory.
+    mutating func offerFleetList(_ event: NostrEvent, from origin: String, now: Double) -> [Action] {
+        guard var state = fleet else { return [] }
+        let outcome = state.offer(event)
+        fleet = state
+        guard outcome == .applied, let list = state.current else {
+            return [.log(LogLine(.debug, "fleet list not applied", [("outcome", .string(outcome.label)), ("event.id", .string(event.id.hex))]))]
+        }
+        applyJudgeLists()
+        var actions: [Action] = origin == "kept file" ? [] : [.keepFleetList(event)]
+        actions.append(.log(LogLine(.notice, "fleet list applied", [
+            ("fleet.from", .string(origin)), ("fleet.author", .string(String(event.pubkey.hex.prefix(16)))),
+            ("fleet.created_at", .integer(event.createdAt)), ("fleet.blocked", .integer(Int64(list.blocked.count))),
+            ("fleet.words", .integer(Int64(list.words.count))),
+        ])))
+        return actions
+    }
+
+    /// Publishes the console's block/unblock to the fleet list: the newest list with the change made, signed with
+    /// the operator key, applied here at once and sent to the relays. A bridge without the key ignores it.
+    private mutating func publishFleetChange(_ change: FleetChange, now: Double) -> [Action] {
+        guard let settings = configuration.fleet, let key = settings.publisher, let state = fleet else { return [] }
+        let base = state.current ?? FleetList(site: settings.site)
+        do {
+            let next = try base.applying(change)
+            let event = try next.unsignedEvent(author: key.publicKey, now: Int64(now), replacing: state.currentEvent?.createdAt)
+                .signed(with: key)
+            return offerFleetList(event, from: "console", now: now) + [.publish(event)]
+        } catch {
+            return [.log(LogLine(.warning, "fleet list not published", [("error", .string("\(error)"))]))]
+        }
+    }
+
+    // MARK: Release
+
+    /// Why a release did not happen.
+    public enum ReleaseError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Not among the hidden channel messages this run still holds (a mesh message, an older one, or a restart).
+        case notHeld(String)
+        case refused(BridgeRouter.ReleaseRefusal)
+
+        public var description: String {
+            switch self {
+            case .notHeld(let id):
+                "message \(id) is not held for release (only this run's last \(HeldMessages.Limits.maxHeld) hidden channel messages are)"
+            case .refused(let refusal): refusal.description
+            }
+        }
+    }
+
+    /// Releases a hidden channel message (the console): through the router's normal path — channel rules with the
+    /// ±900 s window, loop rules, downlink budget — the judge alone skipped.
+    public mutating func release(messageID: String, now: Double) -> (result: Result<Void, ReleaseError>, actions: [Action]) {
+        guard let event = held.event(messageID) else { return (.failure(.notHeld(messageID)), []) }
+        switch router.release(event, now: now, random: random.unit()) {
+        case .failure(let refusal):
+            return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
+                ("event.id", .string(messageID)), ("reason", .string(refusal.description)),
+            ]))])
+        case .success:
+            held.forget(messageID)
+            return (.success(()), [.log(LogLine(.notice, "released by the operator", [("event.id", .string(messageID))]))])
+        }
+    }
+
+    // MARK: Priority authors
+
+    /// Established senders and the operator's allowed and verified Nostr keys go to the relay side, which verifies
+    /// their events first once a relay's budget is spent. Computed when due (a delivery, a list change, a sender
+    /// becoming established), at most every ``Limits/priorityAuthorsRefresh`` seconds; sent when changed.
+    mutating func refreshPriorityAuthors(now: Double) -> [Action] {
+        // A sender became established since the last computation (without a delivery).
+        let establishing = router.nextEstablishment(now: priorityComputedAt).map { $0 <= now } ?? false
+        guard priorityDirty || establishing, now >= priorityComputedAt + Limits.priorityAuthorsRefresh else { return [] }
+        priorityDirty = false
+        priorityComputedAt = now
+        var authors = router.establishedAuthors(now: now)
+        if let lists = operatorLists {
+            for key in lists.allowed.union(lists.verified) where key.kind == .nostr { authors.insert(key.hex) }
+        }
+        guard authors != priorityAuthors else { return [] }
+        priorityAuthors = authors
+        return [.priorityAuthors(authors)]
+    }
+}

@@ -1,0 +1,435 @@
+import BitchatWire
+import BotCrypto
+public import BotSupport
+public import Identity
+public import Mesh
+public import MeshSync
+import Moderation
+public import Nostr
+import SpamFilter
+import Geohash
+
+/// Every decision of a running bridge as one pure machine: inputs in, actions out, time passed in, randomness
+/// from a seed. It holds the ``BridgeRouter`` (roles, loop rules, judgement, budgets, the downlink schedule and
+/// the uplink queue) and the machines around it — the verified mesh peers and this island's other bridges, the
+/// hidden messages held for a release, the personas of the text mirror, the gossip sync and board stores with
+/// the sync responder, the board's Nostr copies, the fleet list, the operator's lists and the priority authors.
+///
+/// Storage reaches it as data: what the stores held at start (``Restored``), the block list read again
+/// (``Input/localBlocks(_:)``); and leaves it as actions, each carrying the data it concerns (``Action``). It
+/// reads no clock (``nextDeadline(now:)`` says when it next wants ``Input/deadline``) and does no I/O: the
+/// executor (`BridgeCoordinator`) feeds it and performs what it returns, in order.
+///
+/// This file holds the types, the state, start and stop, and the performing of the router's actions; the mesh
+/// side is in `+Mesh`, the board in `+Board`, operator inputs, fleet lists, release and priority authors in
+/// `+Operator`.
+public struct BridgeMachine {
+    public struct Configuration: Sendable {
+        public var keys: BridgeKeys
+        /// NIP-13 difficulty of the uplink mirror's events.
+        public var powBits: Int
+        /// Fleet moderation (issue 18): whose lists, which site; nil = off.
+        public var fleet: FleetSettings?
+        /// Gossip sync and the board (issue 17): the responder's budget; nil = REQUEST_SYNC and rounds are not
+        /// served and board packets are not kept.
+        public var sync: SyncResponder.Configuration?
+        /// BOARD.md §11: accepted geohash posts of the served channels are copied to Nostr (gateway role).
+        public var boardCopies: Bool
+        /// The console's live view: every verdict and crossing as ``Action/activity(_:)``.
+        public var liveView: Bool
+        /// Seeds the downlink holds (0.2–1.5 s).
+        public var seed: UInt64
+
+        public init(
+            keys: BridgeKeys, powBits: Int = 0, fleet: FleetSettings? = nil, sync: SyncResponder.Configuration? = nil,
+            boardCopies: Bool = false, liveView: Bool = false, seed: UInt64 = 0
+        ) {
+            self.keys = keys
+            self.powBits = powBits
+            self.fleet = fleet
+            self.sync = sync
+            self.boardCopies = boardCopies
+            self.liveView = liveView
+            self.seed = seed
+        }
+    }
+
+    /// What the stores held at start, read once by the executor.
+    public struct Restored: Sendable {
+        /// `policy.json`; nil when it could not be read (the block list below still holds its last blocks).
+        public var operatorLists: OperatorLists?
+        /// The identity store's block list (the policy file's and the rows the CLI or console blocked); nil keeps
+        /// the judge's own (the read failed, or there is no store).
+        public var blocked: Set<IdentityKey>?
+        /// The sync stores as the database held them (``SyncStores``).
+        public var sync: SyncStores
+        /// The board's Nostr copies.
+        public var ledger: [BoardLedger.Entry]
+        /// The kept fleet list (verified again here, like one from a relay).
+        public var keptFleetList: NostrEvent?
+        /// Uplinks an earlier run left unacknowledged, oldest first (they stay in the store until acknowledged).
+        public var pendingUplinks: [NostrEvent]
+
+        public init(
+            operatorLists: OperatorLists? = .empty, blocked: Set<IdentityKey>? = nil, sync: SyncStores = SyncStores(),
+            ledger: [BoardLedger.Entry] = [], keptFleetList: NostrEvent? = nil, pendingUplinks: [NostrEvent] = []
+        ) {
+            self.operatorLists = operatorLists
+            self.blocked = blocked
+            self.sync = sync
+            self.ledger = ledger
+            self.keptFleetList = keptFleetList
+            self.pendingUplinks = pendingUplinks
+        }
+    }
+
+    public enum Input: Sendable {
+        /// A verified event from the relay pool.
+        case relayEvent(NostrEvent)
+        /// How many relays are connected now.
+        case relaysConnected(Int)
+        /// What the mesh engine reported.
+        case mesh(MeshAction)
+        case operatorInput(OperatorInput)
+        /// The identity store's block list, read again (another process or the console changed it).
+        case localBlocks(Set<IdentityKey>)
+        /// ``nextDeadline(now:)`` was reached.
+        case deadline
+    }
+
+    /// What the executor must do, in order.
+    public enum Action: Sendable {
+        /// Persist `id` before the next action, so a restart never forwards it twice.
+        case remember(EventID, RememberedRole)
+        /// Keep `event` in the uplink store until a relay acknowledges it (written before it is published).
+        case keepUplink(NostrEvent)
+        /// Send to the relays.
+        case publish(NostrEvent)
+        /// Hand to the mesh node, in order.
+        case mesh(MeshInput)
+        /// A hidden message (or, in shadow mode, one that would have been): its moderation-log row.
+        case hidden(HiddenReport)
+        /// A verified key the bridge met, for the stranger cache.
+        case sighting(IdentitySighting)
+        /// The sync stores changed: persist.
+        case syncChanges([SyncStoreChange])
+        /// The board ledger changed: persist.
+        case ledger(BoardLedger.Change)
+        /// A fleet list now in force: keep its event in the data directory.
+        case keepFleetList(NostrEvent)
+        /// The authors whose events the relay side verifies first once a relay's budget is spent.
+        case priorityAuthors(Set<String>)
+        case log(LogLine)
+        /// The console's live view.
+        case activity(BridgeActivity)
+    }
+
+    /// One line for the operator's log.
+    public struct LogLine: Sendable {
+        public var level: LogLevel
+        public var message: String
+        public var metadata: [(String, JSONValue)]
+
+        public init(_ level: LogLevel, _ message: String, _ metadata: [(String, JSONValue)] = []) {
+            self.level = level
+            self.message = message
+            self.metadata = metadata
+        }
+    }
+
+    /// What the machine counts beside the router's ``BridgeCounters``.
+    public struct Counters: Sendable, Equatable {
+        /// Board packets by store outcome.
+        public var boardPackets = Tally<SyncBoardOutcome>()
+        /// Packets newly kept for sync (verified, and for messages passed by the judgement), by kind.
+        public var syncStored = Tally<SyncStoreKind>()
+        /// Accepted board packets by what the Nostr side did (BOARD.md §11).
+        public var boardNostr = Tally<BoardNostrOutcome>()
+        /// Fleet words left out of the judge's denylist because it was full.
+        public var fleetWordsDropped = 0
+    }
+
+    public enum Limits {
+        /// Priority authors are recomputed at most this often (seconds): senders become established at most 30 a
+        /// minute, so every 5 s is prompt and costs one pass over ≤ 4,096 senders.
+        public static let priorityAuthorsRefresh: Double = 5
+    }
+
+    public let configuration: Configuration
+    public internal(set) var router: BridgeRouter
+    public internal(set) var counters = Counters()
+    public internal(set) var peers = MeshPeers()
+    public internal(set) var connectedRelays = 0
+    /// The operator's lists last read successfully (a failed reload keeps them: fail closed).
+    public internal(set) var operatorLists: OperatorLists?
+    public internal(set) var fleet: FleetListState?
+    /// The sync responder (nil with sync off) and the stores it answers from.
+    public internal(set) var responder: SyncResponder?
+    public internal(set) var sync: SyncStores
+    let ownPeerID: MeshPeerID
+    var random: SeededRandom
+    var personas: PersonaBook
+    var held = HeldMessages()
+    var ledger = BoardLedger()
+    var boardNotes = RecentBoardNotes()
+    /// The relay verdict of the last public message (the engine's ``MeshAction/syncStore(_:)`` follows that
+    /// message's ``MeshAction/publicMessage(_:)``): only a message the judgement passed is kept for sync, so the
+    /// bridge never serves what it hid.
+    var lastMeshVerdict: (stableID: String, relay: Bool)?
+    /// The bridge's own block list and denylist, before the fleet's are merged in.
+    var localBlocked: Set<IdentityKey>
+    var localDenylist: Denylist
+    var priorityAuthors: Set<String> = []
+    var priorityComputedAt = -Double.infinity
+    /// The priority authors must be computed again (a delivery or a list changed them); otherwise only when a
+    /// sender becomes established (``BridgeRouter/nextEstablishment(now:)``).
+    var priorityDirty = true
+    /// Set by ``stop(now:)``: inputs are ignored from then on, so nothing arrives after the flush.
+    var stopped = false
+
+    public init(router: BridgeRouter, configuration: Configuration) {
+        self.router = router
+        self.configuration = configuration
+        self.ownPeerID = MeshPeerID(noisePublicKey: configuration.keys.noiseKey.publicKey)
+        self.random = SeededRandom(seed: configuration.seed)
+        self.personas = PersonaBook(seed: configuration.keys.nostrSeed)
+        self.fleet = configuration.fleet.map { FleetListState(site: $0.site, operators: $0.operators) }
+        self.responder = configuration.sync.map { SyncResponder(configuration: $0) }
+        self.sync = SyncStores()
+        self.localBlocked = router.judge.blocked
+        self.localDenylist = router.judge.denylist
+    }
+
+    /// The channel this bridge serves as gateway, or nil.
+    var channel: String? { router.settings.channel?.string }
+
+    static func ms(_ seconds: Double) -> UInt64 { MeshPacket.timestampMs(fromSeconds: seconds) }
+
+    // MARK: Start and stop
+
+    /// Start: what the stores held goes in — the operator's lists and the block list, the sync stores, the
+    /// ledger, the kept fleet list (offered as if a relay had sent it) — and the uplinks an earlier run left
+    /// unacknowledged are published again, oldest first (they stay in the store until a relay acknowledges).
+    public mutating func start(_ restored: Restored, now: Double) -> [Action] {
+        operatorLists = restored.operatorLists
+        sync = restored.sync
+        ledger = BoardLedger(restored.ledger)
+        var actions = setLocalBlocks(restored.blocked ?? localBlocked, log: false)
+        if let kept = restored.keptFleetList, fleet != nil { actions += offerFleetList(kept, from: "kept file", now: now) }
+        for event in restored.pendingUplinks {
+            router.recordOwnPublication(event.id)
+            actions += [.remember(event.id, .published), .publish(event)]
+        }
+        return actions + refreshPriorityAuthors(now: now)
+    }
+
+    /// Graceful stop: inputs stop, the deposits held while no relay was connected go to the uplink store
+    /// (remembered as published, as a flush on reconnect would), and the signed leave is the last mesh input.
+    public mutating func stop(now: Double) -> [Action] {
+        stopped = true
+        var actions: [Action] = []
+        for event in router.drainQueuedUplinks() { actions += [.remember(event.id, .published), .keepUplink(event)] }
+        return actions + [.mesh(.sendLeave)]
+    }
+
+    // MARK: Inputs
+
+    public mutating func handle(_ input: Input, now: Double) -> [Action] {
+        guard !stopped else { return [] }
+        switch input {
+        case .relayEvent(let event): return relayEvent(event, now: now)
+        case .relaysConnected(let count):
+            connectedRelays = count
+            return perform(router.relaysConnected(count > 0, now: now), now: now)
+        case .mesh(let action): return mesh(action, now: now)
+        case .operatorInput(let input): return operatorInput(input, now: now)
+        case .localBlocks(let keys): return setLocalBlocks(keys, log: true)
+        case .deadline:
+            let actions = perform(router.tick(now: now), now: now)
+            if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
+            return actions + refreshPriorityAuthors(now: now)
+        }
+    }
+
+    /// When the machine next wants ``Input/deadline``: a downlink hold ends, the budget frees up, a presence is
+    /// due, a sender becomes established (priority authors). `.infinity` when nothing is due.
+    public func nextDeadline(now: Double) -> Double {
+        var next = router.nextWake(now: now)
+        let refresh = max(now, priorityComputedAt + Limits.priorityAuthorsRefresh)
+        if priorityDirty { next = min(next, refresh) }
+        if let established = router.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
+        return next
+    }
+
+    private mutating func relayEvent(_ event: NostrEvent, now: Double) -> [Action] {
+        if fleet != nil, FleetListState.isCandidate(event) { return offerFleetList(event, from: "relay", now: now) }
+        // Kind-1 notes and kind 5 (the `board-<geohash>` subscription) tell which board posts are on Nostr
+        // already, and may carry another island's board packet; nothing is minted from them (BOARD.md §11).
+        if event.kind == BoardNostrCopy.textNoteKind || event.kind == BoardNostrCopy.deletionKind {
+            if event.kind == BoardNostrCopy.textNoteKind { boardNotes.record(event) }
+            return carryFromNostr(event, now: now)
+        }
+        var actions: [Action] = [
+            // Debug level: the soak scripts count what the relays delivered from this line.
+            .log(LogLine(.debug, "relay event", [("event.id", .string(event.id.hex))])),
+        ]
+        let nickname = event.firstTag("n").flatMap { $0.count > 1 ? $0[1] : nil }
+        if let sighting = try? IdentitySighting.nostr(pubkey: event.pubkey.bytes, nickname: nickname) {
+            actions.append(.sighting(sighting))
+        }
+        // Queue priority, never a skipped check: the pool verified this event's signature already, so `protected`
+        // is the operator's word about a key that really signed it.
+        let key = try? IdentityKey.nostr(pubkey: event.pubkey.bytes)
+        let protected = key.map { key in operatorLists.map { $0.allowed.contains(key) || $0.verified.contains(key) } ?? false } ?? false
+        let unit = random.unit()
+        return actions + perform(router.relayEvent(event, now: now, random: unit, protected: protected), now: now, relayEvent: event)
+    }
+
+    // MARK: The router's actions
+
+    /// The router's actions as the executor's: downlinks become mesh packets, the uplink mirror a signed event,
+    /// a hidden channel event (`relayEvent`) is held for a release, and the live view gets every verdict and
+    /// crossing.
+    mutating func perform(_ routed: [BridgeRouter.Action], now: Double, relayEvent: NostrEvent? = nil) -> [Action] {
+        var actions: [Action] = []
+        if configuration.liveView { actions += report(router.takeJudgements(), routed, now: now) } else { _ = router.takeJudgements() }
+        // The router remembers a forwarded uplink as published right before publishing it: it is kept until a
+        // relay acknowledges it. Its own presence comes without one and is not kept (re-sent on every connect).
+        var rememberedPublished: EventID?
+        for action in routed {
+            switch action {
+            case .remember(let id, let role):
+                if role == .published { rememberedPublished = id }
+                actions.append(.remember(id, role))
+            case .publish(let event):
+                if rememberedPublished == event.id { actions.append(.keepUplink(event)) }
+                rememberedPublished = nil
+                actions += [
+                    .publish(event),
+                    .log(LogLine(.info, "published", [("event.id", .string(event.id.hex)), ("event.kind", .integer(Int64(event.kind)))])),
+                ]
+            case .broadcast(let downlink, let id):
+                actions += broadcast(downlink, id: id, now: now)
+            case .mirrorUplink(let message, let senderKey):
+                actions += mirrorUplink(message, senderKey: senderKey, now: now)
+            case .meshRelay(let stableID, let relay):
+                lastMeshVerdict = (stableID, relay)
+                actions.append(.mesh(.relayVerdict(stableID: stableID, relay: relay)))
+            case .recordHidden(let report):
+                if let relayEvent, !report.shadow, report.candidate.direction == .nostrToMesh,
+                   relayEvent.id.hex == report.candidate.messageID
+                {
+                    held.hold(relayEvent)
+                }
+                actions += [.log(hiddenLine(report)), .hidden(report)]
+            }
+        }
+        return actions
+    }
+
+    /// The log line of every hidden (or would-hide) message.
+    func hiddenLine(_ report: HiddenReport) -> LogLine {
+        let candidate = report.candidate
+        var metadata: [(String, JSONValue)] = [
+            ("hidden.rule", .string(report.rule.label)), ("hidden.direction", .string(candidate.direction.rawValue)),
+            ("hidden.sender", .string(candidate.senderKey)), ("hidden.message", .string(candidate.messageID)),
+            ("hidden.shadow", .bool(report.shadow)),
+        ]
+        if let name = candidate.displayName { metadata.append(("hidden.name", .string(name))) }
+        if router.judge.settings.logText { metadata.append(("hidden.text", .string(String(candidate.text.prefix(120))))) }
+        return LogLine(.notice, report.shadow ? "would hide (shadow mode)" : "hidden", metadata)
+    }
+
+    /// The live view's feed: each verdict, then each crossing among `routed`.
+    private func report(_ judgements: [BridgeRouter.Judgement], _ routed: [BridgeRouter.Action], now: Double) -> [Action] {
+        let channel = channel ?? "mesh"
+        let keepText = router.judge.settings.logText
+        var out: [Action] = judgements.map { j in
+            let kind: BridgeActivity.Kind =
+                switch j.verdict {
+                case .hide: .hidden
+                case .pass: j.report?.shadow == true ? .wouldHide : .passed
+                }
+            let c = j.candidate
+            return .activity(BridgeActivity(
+                at: now, kind: kind, direction: c.direction, channel: channel, sender: c.senderKey, displayName: c.displayName,
+                messageID: c.messageID, text: keepText ? c.text : nil, rule: j.report?.rule.label, figures: j.report?.record?.figures ?? .null))
+        }
+        var remembered: EventID?
+        for action in routed {
+            switch action {
+            case .remember(let id, let role) where role == .published: remembered = id
+            case .publish(let event) where event.id == remembered:
+                out.append(.activity(BridgeActivity(
+                    at: now, kind: .published, direction: .meshToNostr, channel: channel, sender: event.pubkey.hex,
+                    displayName: nil, messageID: event.id.hex, text: nil, rule: nil)))
+            case .broadcast(_, let id):
+                out.append(.activity(BridgeActivity(
+                    at: now, kind: .downlinked, direction: .nostrToMesh, channel: channel, sender: "", displayName: nil,
+                    messageID: id.hex, text: nil, rule: nil)))
+            default: break
+            }
+        }
+        return out
+    }
+
+    private mutating func broadcast(_ downlink: BridgeRouter.Downlink, id: EventID, now: Double) -> [Action] {
+        let nowMs = Self.ms(now)
+        switch downlink {
+        case .carrier(let payload):
+            guard let bytes = try? payload.encode() else {
+                return [.log(LogLine(.warning, "carrier could not be encoded", [("event.id", .string(id.hex))]))]
+            }
+            // Packet-signed with the bridge's announced key (issue 16 part 4): phones that check carriers (Android's
+            // open PR #770 requires a signature on every carrier, broadcasts included) accept it; iOS ignores the
+            // signature of a broadcast carrier and relies on the Nostr one (MESH-WIRE §4.2).
+            let packet = MeshPacket(type: .nostrCarrier, timestamp: nowMs, sender: ownPeerID, payload: bytes)
+            return [
+                .mesh(.originate(packet, sign: true)),
+                .log(LogLine(.info, "downlinked", [
+                    ("event.id", .string(id.hex)), ("carrier.direction", .string(payload.direction.name)),
+                    ("carrier.geohash", .string(payload.geohash)),
+                ])),
+            ]
+        case .text(let text, let author, let name):
+            do {
+                var actions: [Action] = []
+                let (persona, announce) = try personas.persona(author: author, name: name, now: now)
+                if announce {
+                    actions.append(.mesh(.originateSigned(try PersonaBook.announce(persona, at: nowMs))))
+                    personas.announced(persona, now: now)
+                }
+                actions.append(.mesh(.originateSigned(try PersonaBook.message(persona, text: text, at: nowMs))))
+                actions.append(.log(LogLine(.info, "mirrored to mesh", [("event.id", .string(id.hex)), ("mesh.persona", .string(persona.peerID.hex))])))
+                return actions
+            } catch {
+                return [.log(LogLine(.warning, "mirror to mesh failed: persona keys", [("event.id", .string(id.hex)), ("error", .string("\(error)"))]))]
+            }
+        }
+    }
+
+    /// The opt-in uplink mirror: the public mesh message becomes a channel event signed by a key derived for its
+    /// author (`mesh|<fingerprint>|<geohash>`), `n` = `<nickname>@mesh`, mined to the configured target. Mining
+    /// 16 bits costs ~65,000 hashes (tens of ms); higher targets are capped by the configuration (≤ 32).
+    private mutating func mirrorUplink(_ message: MeshPublicMessage, senderKey: String, now: Double) -> [Action] {
+        guard let channel else { return [] }
+        do {
+            let key = try NostrKeyDerivation.secretKey(
+                seed: configuration.keys.nostrSeed, label: NostrKeyDerivation.mirrorAuthorLabel(fingerprint: senderKey, geohash: channel))
+            let unsigned = UnsignedEvent(
+                pubkey: key.publicKey, createdAt: Int64(now), kind: NostrKind.ephemeralChat,
+                tags: [["g", channel], ["n", message.nickname + "@mesh"]], content: message.text)
+            let mined = try NostrPoW.mine(unsigned, target: configuration.powBits)
+            let event = try mined.event.signed(with: key)
+            router.recordOwnPublication(event.id)
+            return [.remember(event.id, .published), .keepUplink(event), .publish(event)]
+        } catch {
+            return [.log(LogLine(.warning, "mirror uplink failed", [("error", .string("\(error)"))]))]
+        }
+    }
+}
+
+extension SeededRandom {
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
