@@ -13,30 +13,13 @@ import Synchronization
 /// reports, operator inputs and its deadlines, and performs the actions it returns, in order — store writes,
 /// publishes, mesh inputs, log lines, the live view. It decides nothing and holds only its I/O handles.
 ///
-/// One timer: a single task sleeps until the machine's next deadline (or the next store upkeep), woken early by
-/// ``Inbox`` when an input brings a deadline forward or the operator submits something. Mesh inputs go to the
-/// node's own bounded, ordered queue (``MeshNode/enqueue(_:)``); ``shutdown()`` queues the signed leave last.
-///
-/// This file holds the actor, its run loop and the performing of actions; the store work (start-up reads,
-/// failures, sighting batches, block list and pins, upkeep) is in `BridgeCoordinator+Stores.swift`.
+/// One timer: a single task sleeps until the machine's next deadline (or the store service's next batch or
+/// upkeep), woken early through its ``DeadlineInbox`` when an input brings a deadline forward or another thread
+/// submits a request. Mesh inputs go to the node's own bounded, ordered queue (``MeshNode/enqueue(_:)``);
+/// ``shutdown()`` queues the signed leave last. Every store read and write goes through ``BridgeStoreService``.
 public actor BridgeCoordinator {
     /// The coordinator's own counters (the machine keeps its own): failed store operations by kind.
-    public struct Counters: Sendable, Equatable {
-        /// Event-id writes that failed (the forward went ahead).
-        public var failedPersists = 0
-        /// Failed writes to the pending-uplink store (the uplink is still published; only its durability is lost).
-        public var failedUplinkWrites = 0
-        /// Moderation-log writes that failed (the message is hidden all the same).
-        public var failedModerationWrites = 0
-        /// Stranger-cache writes that failed.
-        public var failedSightingWrites = 0
-        /// Block-list reads that failed (the last list read stays in force).
-        public var failedBlockListReads = 0
-        /// Uplinks replayed from the store at start.
-        public var replayedUplinks = 0
-        /// Mesh inputs dropped because the mesh node's queue was full.
-        public var meshOutboxDrops = 0
-    }
+    public typealias Counters = BridgeStoreService.Counters
 
     /// A consistent picture of the bridge for `/metrics` and the summary line.
     public struct Snapshot: Sendable, Equatable {
@@ -64,26 +47,25 @@ public actor BridgeCoordinator {
     }
 
     public enum Limits {
-        /// Failed writes between two log lines: a full disk fails every write, and one line per forward would bury
-        /// the log (and fill a journal on the same disk).
-        public static let failureLogEvery = 100
-        /// Sightings are written in one transaction at most this long after the first of a batch (ms)…
-        public static let sightingBatchMs: UInt64 = 1_000
-        /// …or as soon as this many wait.
-        public static let sightingBatchSize = 256
-        /// The moderation log's retention, the summary line and the external-change backstop (ms).
-        public static let upkeepMs: UInt64 = 60_000
+        /// Operator requests and store notifications waiting (signals, the console, the control socket).
+        public static let inbox = 256
+    }
+
+    /// What reaches the coordinator from other threads between two inputs.
+    enum Request: Sendable {
+        case operatorInput(OperatorInput)
+        /// Another process changed the stores (the CLI, through the control socket).
+        case storesChanged
     }
 
     var machine: BridgeMachine
     let mesh: MeshNode
     let relays: any BridgeRelayClient
-    let stores: BridgeStores
+    let store: BridgeStoreService
     let logger: Logger
     let time: any TimeSource
-    let inbox = Inbox()
+    let inbox = DeadlineInbox<Request>(capacity: Limits.inbox)
     let activity: (@Sendable (BridgeActivity) -> Void)?
-    var storeWork = StoreWork()
 
     /// - Parameters:
     ///   - activity: told every verdict and crossing (the console's live view); must not block.
@@ -94,24 +76,26 @@ public actor BridgeCoordinator {
         self.machine = machine
         self.mesh = mesh
         self.relays = relays
-        self.stores = stores
+        self.store = BridgeStoreService(stores: stores, mesh: mesh, logger: logger, time: time)
         self.logger = logger
         self.time = time
         self.activity = activity
     }
 
     /// Queues an operator request (from a signal handler, the console, any thread); handled in order.
-    public nonisolated func submit(_ input: OperatorInput) { inbox.submit(.operatorInput(input)) }
+    public nonisolated func submit(_ input: OperatorInput) {
+        if !inbox.post(.operatorInput(input)) { logger.warning("operator request dropped: too many at once, or stopping") }
+    }
 
     /// Another process changed the data directory's stores (`identities block` from the CLI, through the control
     /// socket): the block list and the pins are read again.
-    public nonisolated func storesChanged() { inbox.submit(.storesChanged) }
+    public nonisolated func storesChanged() { inbox.post(.storesChanged) }
 
     /// Runs until ``shutdown()`` (or cancellation): reads what the stores hold, then consumes `relayInputs` and
     /// the mesh node's actions and fires the machine's deadlines. Inputs ending earlier (the relay pool stopped,
     /// the mesh link gone) stop nothing.
     public func run(relayInputs: AsyncStream<BridgeRelayInput>) async {
-        perform(machine.start(restore(), now: seconds(time.nowMs())))
+        perform(machine.start(store.restore(fleet: machine.configuration.fleet != nil), now: seconds(time.nowMs())))
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await input in relayInputs { await self.handle(input) }
@@ -128,7 +112,7 @@ public actor BridgeCoordinator {
             while let timerEnded = await group.next(), !timerEnded {}
             group.cancelAll()
         }
-        flushSightings()
+        store.flushSightings()
         logSummary()
     }
 
@@ -141,11 +125,11 @@ public actor BridgeCoordinator {
         perform(actions)
         inbox.close()
         let held = actions.filter { if case .keepUplink = $0 { true } else { false } }.count
-        guard stores.uplinks != nil else {
+        guard store.stores.uplinks != nil else {
             if held > 0 { logger.warning("no uplink store; held deposits are lost", [("uplinks", .integer(Int64(held)))]) }
             return 0
         }
-        let pending = (try? stores.uplinks?.count()) ?? -1
+        let pending = (try? store.stores.uplinks?.count()) ?? -1
         logger.notice("pending uplinks flushed to the queue store", [
             ("uplinks.held", .integer(Int64(held))), ("uplinks.pending", .integer(Int64(pending))),
         ])
@@ -158,12 +142,12 @@ public actor BridgeCoordinator {
         switch input {
         case .event(let event): feed(.relayEvent(event))
         case .connectedRelays(let count): feed(.relaysConnected(count))
-        case .accepted(let id): uplinkAcknowledged(id)
+        case .accepted(let id): store.uplinkAcknowledged(id)
         }
     }
 
     private func handle(_ action: MeshAction) {
-        if case .pinRefused(let announced) = action { return recordPinRefusal(announced) }
+        if case .pinRefused(let announced) = action { return store.recordPinRefusal(announced) }
         feed(.mesh(action))
     }
 
@@ -176,44 +160,46 @@ public actor BridgeCoordinator {
 
     /// The one timer: sleeps until the next deadline, then fires what is due.
     private func timerLoop() async {
-        while !Task.isCancelled {
-            let deadline = nextDeadlineMs(now: time.nowMs())
-            inbox.arm(deadline)
-            await time.wait(untilMs: deadline, or: inbox.wake)
+        while !Task.isCancelled, !inbox.isClosed {
+            await inbox.wait(until: nextDeadlineMs(now: time.nowMs()), on: time)
             guard !inbox.isClosed else { return }
             fire()
         }
     }
 
     private func fire() {
-        let (items, dropped) = inbox.take()
-        if dropped > 0 { logger.warning("operator requests dropped: too many at once", [("dropped", .integer(Int64(dropped)))]) }
-        for item in items {
-            switch item {
+        for request in inbox.take().items {
+            switch request {
             case .operatorInput(let input): operatorInput(input)
-            case .storesChanged: refreshFromStore()
+            case .storesChanged: reread()
             }
         }
         let now = time.nowMs()
         if machine.nextDeadline(now: seconds(now)) <= seconds(now) { perform(machine.handle(.deadline, now: seconds(now))) }
-        if let due = storeWork.sightingsDueMs, due <= now { flushSightings() }
-        if storeWork.upkeepDueMs <= now { upkeep(now: now) }
+        if let due = store.sightingsDueMs, due <= now { store.flushSightings() }
+        if store.upkeepDueMs <= now {
+            if store.upkeep(now: now) { reread() }
+            logSummary()
+        }
     }
 
     func nextDeadlineMs(now: UInt64) -> UInt64 {
-        let machineDeadline = machine.nextDeadline(now: seconds(now))
-        var next = machineDeadline.isFinite ? MeshPacket.timestampMs(fromSeconds: max(0, machineDeadline)) : .max
-        next = min(next, storeWork.upkeepDueMs, storeWork.sightingsDueMs ?? .max)
-        return next
+        let deadline = machine.nextDeadline(now: seconds(now))
+        return min(deadline.isFinite ? MeshPacket.timestampMs(fromSeconds: max(0, deadline)) : .max, store.nextDeadlineMs)
     }
 
     private func operatorInput(_ input: OperatorInput) {
         if case .reloadPolicy(let result) = input {
             // Retention passes follow the readable policy only; a failed read holds them (fail closed).
-            stores.identities.setOperatorLists(try? result.get())
+            store.stores.identities.setOperatorLists(try? result.get())
         }
         feed(.operatorInput(input))
-        if case .reloadPolicy = input { refreshFromStore() }
+        if case .reloadPolicy = input { reread() }
+    }
+
+    /// The block list and the pins read again; a failed read keeps what is in force.
+    private func reread() {
+        if let blocked = store.reread() { feed(.localBlocks(blocked)) }
     }
 
     func seconds(_ ms: UInt64) -> Double { Double(ms) / 1000 }
@@ -231,15 +217,15 @@ public actor BridgeCoordinator {
     func perform(_ actions: [BridgeMachine.Action]) {
         for action in actions {
             switch action {
-            case .remember(let id, let role): remember(id, as: role)
-            case .keepUplink(let event): keepUntilAcknowledged(event)
+            case .remember(let id, let role): store.remember(id, as: role)
+            case .keepUplink(let event): store.keepUntilAcknowledged(event)
             case .publish(let event): relays.publish(event)
-            case .mesh(let input): if !mesh.enqueue(input) { storeWork.counters.meshOutboxDrops += 1 }
-            case .hidden(let report): recordHidden(report)
-            case .sighting(let sighting): queueSighting(sighting)
-            case .syncChanges(let changes): stores.syncJournal?.write(changes)
-            case .ledger(let change): writeLedger(change)
-            case .keepFleetList(let event): keepFleetList(event)
+            case .mesh(let input): store.enqueue(input)
+            case .hidden(let report): store.recordHidden(report)
+            case .sighting(let sighting): store.queueSighting(sighting)
+            case .syncChanges(let changes): store.writeSync(changes)
+            case .ledger(let change): store.writeLedger(change)
+            case .keepFleetList(let event): store.keepFleetList(event)
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
             case .log(let line): logger.log(line.level, line.message, line.metadata)
             case .activity(let item): activity?(item)
@@ -283,7 +269,7 @@ public actor BridgeCoordinator {
     public func operatorStoreWork<T: Sendable>(reloadingBlocks: Bool, _ body: @Sendable () -> T) -> T? {
         guard !Task.isCancelled else { return nil }
         let result = body()
-        if reloadingBlocks { refreshFromStore() }
+        if reloadingBlocks { reread() }
         return result
     }
 
@@ -297,8 +283,9 @@ public actor BridgeCoordinator {
 
     public func snapshot() -> Snapshot {
         let router = machine.router
+        let stores = store.stores
         return Snapshot(
-            router: router.counters, coordinator: storeWork.counters, pendingDownlinks: router.pendingDownlinks,
+            router: router.counters, coordinator: store.counters, pendingDownlinks: router.pendingDownlinks,
             queuedUplinks: router.queuedUplinks, storedUplinks: try? stores.uplinks?.count(),
             uplinkStore: stores.uplinks?.counters, meshPeers: machine.peers.count, connectedRelays: machine.connectedRelays,
             strangerCacheEntries: stores.identities.strangerCount, identities: stores.identities.counters,
@@ -319,76 +306,5 @@ public actor BridgeCoordinator {
             ("mesh.peers", .integer(Int64(machine.peers.count))),
             ("downlinks.pending", .integer(Int64(machine.router.pendingDownlinks))),
         ])
-    }
-}
-
-extension BridgeCoordinator {
-    /// What reaches the coordinator from other threads between two inputs: operator requests and store
-    /// notifications, and the timer's wake-up (an input brought a deadline forward, or there is something to
-    /// take). Thread-safe.
-    final class Inbox: Sendable {
-        enum Item: Sendable {
-            case operatorInput(OperatorInput)
-            case storesChanged
-        }
-
-        enum Limits {
-            /// Requests waiting (signals, the console, the control socket): more are dropped and logged.
-            static let maxItems = 256
-        }
-
-        private struct State {
-            var items: [Item] = []
-            var dropped = 0
-            var closed = false
-            var armed = UInt64.max
-        }
-
-        let wake = WakeSignal()
-        private let state = Mutex(State())
-
-        func submit(_ item: Item) {
-            let accepted = state.withLock { state -> Bool in
-                guard !state.closed else { return false }
-                guard state.items.count < Limits.maxItems else {
-                    state.dropped += 1
-                    return false
-                }
-                state.items.append(item)
-                return true
-            }
-            if accepted { wake.signal() }
-        }
-
-        /// What waits, and how many were dropped since the last take.
-        func take() -> (items: [Item], dropped: Int) {
-            state.withLock { state in
-                defer {
-                    state.items.removeAll()
-                    state.dropped = 0
-                }
-                return (state.items, state.dropped)
-            }
-        }
-
-        var isClosed: Bool { state.withLock { $0.closed } }
-
-        func close() {
-            state.withLock { $0.closed = true }
-            wake.signal()
-        }
-
-        /// The deadline the timer sleeps until.
-        func arm(_ deadline: UInt64) { state.withLock { $0.armed = deadline } }
-
-        /// Wakes the timer when `deadline` is earlier than the one it sleeps until.
-        func bringForward(_ deadline: UInt64) {
-            let earlier = state.withLock { state -> Bool in
-                guard deadline < state.armed else { return false }
-                state.armed = deadline
-                return true
-            }
-            if earlier { wake.signal() }
-        }
     }
 }

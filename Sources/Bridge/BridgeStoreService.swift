@@ -1,38 +1,88 @@
 import BitchatWire
 import BotCrypto
 import BotStorage
-import BotSupport
+public import BotSupport
 import BridgeCore
 import Identity
 import IdentityCache
 import Mesh
-import MeshRuntime
+public import MeshRuntime
 import MeshSync
 import Nostr
 
-/// The coordinator's store work: what the stores hold at start, the writes the machine's actions ask for
-/// (event ids, durable uplinks, moderation rows, sightings in batches, the ledger, the kept fleet list), the
-/// block list and the mesh pins read again when another process changed them, the minutely upkeep, and the
-/// counting and rate-limited logging of failed store operations.
-extension BridgeCoordinator {
-    /// The coordinator's bookkeeping of its store I/O.
-    struct StoreWork {
-        var counters = Counters()
-        /// Sightings waiting for their batch's transaction, and when it is due.
-        var sightings: [IdentitySighting] = []
-        var sightingsDueMs: UInt64?
-        var upkeepDueMs: UInt64 = 0
-        /// The database's `data_version` at the last upkeep (the external-change backstop).
-        var changeToken: Int64?
+/// The bridge's store service: the one place its stores are read and written, used only on the coordinator's
+/// actor (the stores are not thread-safe; one SQLite connection serves them all). It reads what the stores hold
+/// at start, performs the writes the machine's actions ask for (event ids, durable uplinks, moderation rows,
+/// the sync table, the ledger, the kept fleet list), writes sightings in batches off the routing path, reads the
+/// block list and the mesh pins again when another process changed them, runs the minutely upkeep, and counts
+/// and logs (rate-limited) every failed store operation.
+///
+/// `@unchecked Sendable`: owned by one ``BridgeCoordinator``, whose actor serialises every call.
+public final class BridgeStoreService: @unchecked Sendable {
+    public enum Limits {
+        /// Failed writes between two log lines: a full disk fails every write, and one line per forward would bury
+        /// the log (and fill a journal on the same disk).
+        public static let failureLogEvery = 100
+        /// Sightings are written in one transaction at most this long after the first of a batch (ms)…
+        public static let sightingBatchMs: UInt64 = 1_000
+        /// …or as soon as this many wait.
+        public static let sightingBatchSize = 256
+        /// The moderation log's retention, the summary line and the external-change backstop (ms).
+        public static let upkeepMs: UInt64 = 60_000
+    }
+
+    /// Failed store operations by kind.
+    public struct Counters: Sendable, Equatable {
+        /// Event-id writes that failed (the forward went ahead).
+        public var failedPersists = 0
+        /// Failed writes to the pending-uplink store (the uplink is still published; only its durability is lost).
+        public var failedUplinkWrites = 0
+        /// Moderation-log writes that failed (the message is hidden all the same).
+        public var failedModerationWrites = 0
+        /// Stranger-cache writes that failed.
+        public var failedSightingWrites = 0
+        /// Block-list reads that failed (the last list read stays in force).
+        public var failedBlockListReads = 0
+        /// Uplinks replayed from the store at start.
+        public var replayedUplinks = 0
+        /// Mesh inputs dropped because the mesh node's queue was full.
+        public var meshOutboxDrops = 0
+    }
+
+    public let stores: BridgeStores
+    let mesh: MeshNode
+    let logger: Logger
+    let time: any TimeSource
+    public private(set) var counters = Counters()
+    /// Sightings waiting for their batch's transaction, and when it is due.
+    private var sightings: [IdentitySighting] = []
+    private(set) var sightingsDueMs: UInt64?
+    private(set) var upkeepDueMs: UInt64 = 0
+    /// The database's `data_version` at the last upkeep (the external-change backstop).
+    private var changeToken: Int64?
+
+    public init(stores: BridgeStores, mesh: MeshNode, logger: Logger, time: any TimeSource) {
+        self.stores = stores
+        self.mesh = mesh
+        self.logger = logger
+        self.time = time
+    }
+
+    /// The next store deadline: a sighting batch or the upkeep.
+    var nextDeadlineMs: UInt64 { min(upkeepDueMs, sightingsDueMs ?? .max) }
+
+    /// Hands `input` to the mesh node's queue; a full queue drops it (counted).
+    func enqueue(_ input: MeshInput) {
+        if !mesh.enqueue(input) { counters.meshOutboxDrops += 1 }
     }
 
     // MARK: Start
 
     /// What the stores hold, for the machine's start; the mesh pins go to the node.
-    func restore() -> BridgeMachine.Restored {
+    func restore(fleet: Bool) -> BridgeMachine.Restored {
         let now = time.nowMs()
-        storeWork.upkeepDueMs = now + Limits.upkeepMs
-        storeWork.changeToken = try? stores.externalChanges?.changeToken()
+        upkeepDueMs = now + Limits.upkeepMs
+        changeToken = try? stores.externalChanges?.changeToken()
         var restored = BridgeMachine.Restored(operatorLists: stores.identities.operatorLists)
         restored.blocked = readBlockList()
         loadPins()
@@ -46,7 +96,7 @@ extension BridgeCoordinator {
                 logger.error("cannot read the board ledger; earlier copies are not deleted by later tombstones", [("error", .string(error.description))])
             }
         }
-        if machine.configuration.fleet != nil, let kept = stores.fleetList {
+        if fleet, let kept = stores.fleetList {
             do { restored.keptFleetList = try kept.load() } catch {
                 logger.warning("kept fleet list not loaded; waiting for the relays", [("error", .string(error.description))])
             }
@@ -70,7 +120,7 @@ extension BridgeCoordinator {
             return []
         }
         let after = uplinks.counters
-        storeWork.counters.replayedUplinks += events.count
+        counters.replayedUplinks += events.count
         if !events.isEmpty || after != before {
             logger.notice("replaying pending uplinks", [
                 ("uplinks.replayed", .integer(Int64(events.count))),
@@ -128,6 +178,16 @@ extension BridgeCoordinator {
         }
     }
 
+    func writeSync(_ changes: [SyncStoreChange]) { stores.syncJournal?.write(changes) }
+
+    func keepFleetList(_ event: NostrEvent) {
+        do {
+            try stores.fleetList?.save(event)
+        } catch {
+            logger.warning("fleet list not kept; it applies until the bridge stops", [("error", .string(error.description))])
+        }
+    }
+
     func writeLedger(_ change: BoardLedger.Change) {
         guard let ledger = stores.boardLedger else { return }
         do {
@@ -140,35 +200,27 @@ extension BridgeCoordinator {
         }
     }
 
-    func keepFleetList(_ event: NostrEvent) {
-        do {
-            try stores.fleetList?.save(event)
-        } catch {
-            logger.warning("fleet list not kept; it applies until the bridge stops", [("error", .string(error.description))])
-        }
-    }
-
     // MARK: Sightings, in batches
 
     /// Queues a verified sighting; written with the others of its batch, off the routing path.
     func queueSighting(_ sighting: IdentitySighting) {
-        storeWork.sightings.append(sighting)
-        if storeWork.sightings.count >= Limits.sightingBatchSize { return flushSightings() }
-        if storeWork.sightingsDueMs == nil { storeWork.sightingsDueMs = time.nowMs() + Limits.sightingBatchMs }
+        sightings.append(sighting)
+        if sightings.count >= Limits.sightingBatchSize { return flushSightings() }
+        if sightingsDueMs == nil { sightingsDueMs = time.nowMs() + Limits.sightingBatchMs }
     }
 
     /// Writes the waiting sightings in one transaction; the mesh identities a retention pass removed lose their
     /// pins in the engine too, so each one's next announce is first contact again (STRANGER-CACHE §4).
     func flushSightings() {
-        let batch = storeWork.sightings
-        storeWork.sightings = []
-        storeWork.sightingsDueMs = nil
+        let batch = sightings
+        sightings = []
+        sightingsDueMs = nil
         guard !batch.isEmpty else { return }
         do {
             let outcomes = try stores.identities.recordSightings(batch, now: UTCTime(millisecondsSince1970: Int64(time.nowMs())))
             let removed = outcomes.flatMap { $0.pass?.removed ?? [] }
             let forgotten = removed.filter { $0.kind == .mesh }.map { MeshPeerID(bytes: $0.bytes) }
-            if !forgotten.isEmpty, !mesh.enqueue(.forgetPins(forgotten)) { storeWork.counters.meshOutboxDrops += 1 }
+            if !forgotten.isEmpty { enqueue(.forgetPins(forgotten)) }
         } catch {
             failed(\.failedSightingWrites, "stranger cache write failed", error, id: nil)
         }
@@ -194,12 +246,13 @@ extension BridgeCoordinator {
 
     // MARK: Reads after another process wrote
 
-    /// The block list and the mesh pins read again (start, SIGHUP, the console's edits, a notification from the
-    /// CLI on the control socket, the upkeep's backstop). A read that fails keeps what is in force (fail closed).
-    func refreshFromStore() {
+    /// The block list and the mesh pins read again (SIGHUP, the console's edits, a notification from the CLI on
+    /// the control socket, the upkeep's backstop): the pins go to the node, the block list (nil when the read
+    /// failed: what is in force stays, fail closed) to the machine.
+    func reread() -> Set<IdentityKey>? {
         flushSightings()
-        if let blocked = readBlockList() { feed(.localBlocks(blocked)) }
         loadPins()
+        return readBlockList()
     }
 
     private func readBlockList() -> Set<IdentityKey>? {
@@ -219,7 +272,7 @@ extension BridgeCoordinator {
                 guard let pins = record.pins, let signing = try? Ed25519PublicKey(rawRepresentation: pins.signingKey) else { return nil }
                 return MeshPin(noisePublicKey: pins.noiseKey, signingPublicKey: signing, nickname: record.nickname ?? "")
             }
-            if !mesh.enqueue(.replacePins(pins)) { storeWork.counters.meshOutboxDrops += 1 }
+            enqueue(.replacePins(pins))
         } catch {
             failed(\.failedBlockListReads, "stranger cache read failed (mesh pins); the pins held stay", error, id: nil)
         }
@@ -227,26 +280,24 @@ extension BridgeCoordinator {
 
     // MARK: Upkeep
 
-    /// Every ``Limits/upkeepMs``: the moderation log's retention, the summary line, and the backstop for a change
-    /// another process made without notifying (`data_version` moved): the block list and pins read again.
-    func upkeep(now: UInt64) {
-        storeWork.upkeepDueMs = now + Limits.upkeepMs
+    /// Every ``Limits/upkeepMs``: the moderation log's retention, and the backstop for a change another process
+    /// made without notifying. True when `data_version` moved (the caller reads the block list and pins again).
+    func upkeep(now: UInt64) -> Bool {
+        upkeepDueMs = now + Limits.upkeepMs
         do {
-            _ = try stores.moderationLog?.prune(now: seconds(now))
+            _ = try stores.moderationLog?.prune(now: Double(now) / 1000)
         } catch {
             failed(\.failedModerationWrites, "moderation log retention failed", error, id: nil)
         }
-        if let probe = stores.externalChanges, let token = try? probe.changeToken(), token != storeWork.changeToken {
-            storeWork.changeToken = token
-            refreshFromStore()
-        }
-        logSummary()
+        guard let probe = stores.externalChanges, let token = try? probe.changeToken(), token != changeToken else { return false }
+        changeToken = token
+        return true
     }
 
     /// Counts a failed store operation and logs it, the first time and every ``Limits/failureLogEvery``-th.
     func failed(_ counter: WritableKeyPath<Counters, Int>, _ message: String, _ error: any Error, id: EventID?) {
-        storeWork.counters[keyPath: counter] += 1
-        let failures = storeWork.counters[keyPath: counter]
+        counters[keyPath: counter] += 1
+        let failures = counters[keyPath: counter]
         guard failures % Limits.failureLogEvery == 1 || Limits.failureLogEvery == 1 else { return }
         var metadata: [(String, JSONValue)] = [
             ("error", .string("\(error)")), ("disk_full", .bool((error as? any StoreFailure)?.isDiskFull ?? false)),
