@@ -70,7 +70,32 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 }
 
-/// The latest health and metrics, published by their owner and read by the status listener's thread.
+/// What `/healthz` and `/metrics` are computed from on each request, on the listener's thread (issue 22: no status
+/// loop, nothing published ahead of time, nothing stale by up to a period). Each closure must be safe from any
+/// thread and bounded in time.
+public struct LiveStatus: Sendable {
+    /// The health checks from thread-safe state (the transport's, the relay pool's): cheap, read under their locks.
+    public var health: @Sendable () -> HealthReport
+    /// The owner's heartbeat: whether it answered within its timeout (a hung coordinator must not look healthy).
+    public var ownerAnswers: @Sendable () -> Bool
+    /// The metrics as of now; nil when the owner did not answer within its timeout.
+    public var metrics: @Sendable () -> MetricsSnapshot?
+    /// The owner's timeout, for the operator's message.
+    public var timeout: Duration
+
+    public init(
+        health: @escaping @Sendable () -> HealthReport, ownerAnswers: @escaping @Sendable () -> Bool,
+        metrics: @escaping @Sendable () -> MetricsSnapshot?, timeout: Duration
+    ) {
+        self.health = health
+        self.ownerAnswers = ownerAnswers
+        self.metrics = metrics
+        self.timeout = timeout
+    }
+}
+
+/// The latest health and metrics, published by their owner and read by the status listener's thread — or, with
+/// ``LiveStatus``, computed per request.
 ///
 /// Threading: ``publish(health:metrics:)`` from the owner (any one thread or actor), ``response(method:path:)``
 /// from the listener thread; a `Mutex` makes each publish atomic for readers.
@@ -93,7 +118,16 @@ public final class StatusBoard: Sendable {
     private let now: @Sendable () -> ContinuousClock.Instant
     /// Stored once, never inside the `Mutex` (a closure read back out of a lock is re-wrapped on each read).
     private let liveHealth: (@Sendable () -> HealthReport)?
+    private let live: LiveStatus?
     public let maxAge: Duration
+
+    /// Health and metrics computed per request (``LiveStatus``); ``publish(health:metrics:)`` is not used.
+    public init(live: LiveStatus) {
+        self.live = live
+        self.maxAge = live.timeout
+        self.now = { .now }
+        self.liveHealth = nil
+    }
 
     /// `now` is the clock the staleness check reads (`{ ContinuousClock.now }` in the executable).
     public init(
@@ -103,6 +137,7 @@ public final class StatusBoard: Sendable {
         self.maxAge = maxAge
         self.now = now
         self.liveHealth = liveHealth
+        self.live = nil
     }
 
     public func publish(health: HealthReport, metrics: MetricsSnapshot) {
@@ -127,6 +162,14 @@ public final class StatusBoard: Sendable {
     /// The health as served: the live report (or the published one) plus a `status` check for a missing or
     /// stale snapshot.
     public func currentHealth() -> HealthReport {
+        if let live {
+            var report = live.health()
+            if !live.ownerAnswers() {
+                report.checks.insert(
+                    .init(name: "status", ok: false, detail: "the bridge did not answer within \(live.timeout.components.seconds) s"), at: 0)
+            }
+            return report
+        }
         let (published, publishedAt) = state.withLock { ($0.health, $0.publishedAt) }
         guard let health = liveHealth?() ?? published, let publishedAt else {
             return HealthReport(checks: [.init(name: "status", ok: false, detail: "starting: no status published yet")])
@@ -157,8 +200,12 @@ public final class StatusBoard: Sendable {
             let health = currentHealth()
             return HTTPResponse(status: health.isHealthy ? 200 : 503, json: health.json)
         case "/metrics":
-            return HTTPResponse(status: 200, contentType: PrometheusText.contentType,
-                                body: Array(PrometheusText.render(currentMetrics()).utf8))
+            guard let metrics = live.map({ $0.metrics() }) ?? currentMetrics() else {
+                return HTTPResponse(status: 503, json: .object([
+                    ("error", .string("the bridge did not answer within \(maxAge.components.seconds) s")),
+                ]))
+            }
+            return HTTPResponse(status: 200, contentType: PrometheusText.contentType, body: Array(PrometheusText.render(metrics).utf8))
         default:
             return HTTPResponse(status: 404, json: .object([
                 ("error", .string("not found")), ("paths", .array([.string("/healthz"), .string("/metrics")])),

@@ -281,6 +281,10 @@ public actor BridgeCoordinator {
 
     // MARK: Observability
 
+    /// Answers at once: the coordinator's heartbeat for `/healthz` (an actor that does not get to it in time is hung
+    /// or starved).
+    public func heartbeat() {}
+
     public func snapshot() -> Snapshot {
         let router = machine.router
         let stores = store.stores

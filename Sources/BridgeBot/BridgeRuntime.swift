@@ -42,11 +42,13 @@ struct BridgeRuntime: Sendable {
     let intake: RelayIntake
     let logger: Logger
     let status: StatusBoard
+    /// The listener thread's waits for the coordinator (`/healthz`, `/metrics`); stopped with the listener.
+    let statusWaits: AwaitedTasks
+    let metricsSource: MetricsSource
     let server: LoopbackHTTPServer?
     /// The console on the listener (nil without one); stopped with it.
     let console: ConsoleService?
     let consoleStores: CoordinatorConsoleStores?
-    let startedAt: ContinuousClock.Instant
     /// `<data-dir>/policy.json`, read again on SIGHUP.
     let policyPath: String
     nonisolated(unsafe) let database: SQLiteDatabase
@@ -67,9 +69,10 @@ struct BridgeRuntime: Sendable {
         static let stopDeadline: Duration = .seconds(5)
         /// Each service's own share of the stop (the sum stays inside ``stopDeadline``).
         static let serviceStop: Duration = .seconds(1)
-        /// How often health and metrics are recomputed for the listener (the mesh or a relay going away
-        /// shows in `/healthz` within this).
-        static let statusInterval: Duration = .seconds(2)
+        /// How long `/healthz` and `/metrics` wait for the coordinator before answering that it did not answer.
+        static let statusTimeout: Duration = .seconds(2)
+        /// How often the console's charts are sampled (their buckets are minutes).
+        static let chartSample: Duration = .seconds(15)
     }
 
     static func start(config: BridgeConfiguration, logger: Logger, configPath: String?) throws(CommandExit) -> BridgeRuntime {
@@ -247,12 +250,18 @@ struct BridgeRuntime: Sendable {
         ] + fleetMetadata)
         let startedAt = ContinuousClock.now
         let health = BridgeHealth(startedAt: startedAt)
-        // `/healthz` is evaluated per request from the transport's and the pool's own state (both read under
-        // their locks, no actor hop), so a hub or a relay going away shows at once; the status loop's
-        // publish is the coordinator's heartbeat.
-        let status = StatusBoard(maxAge: .seconds(30), now: { .now }, liveHealth: { [pool, transport] in
-            health.evaluate(Self.healthInputs(relays: pool.snapshot(), mesh: transport.status), now: .now)
-        })
+        let intake = RelayIntake()
+        let metricsSource = MetricsSource(
+            pool: pool, node: node, transport: transport, coordinator: coordinator, intake: intake, startedAt: startedAt)
+        // `/healthz` and `/metrics` are computed per request: health from the transport's and the pool's own state
+        // (read under their locks), so a hub or a relay going away shows at once, plus the coordinator's answer
+        // (its heartbeat); metrics gathered as of the scrape. The listener's thread waits at most the timeout.
+        let statusWaits = AwaitedTasks()
+        let status = StatusBoard(live: LiveStatus(
+            health: { [pool, transport] in health.evaluate(Self.healthInputs(relays: pool.snapshot(), mesh: transport.status), now: .now) },
+            ownerAnswers: { [coordinator] in statusWaits.run(timeout: Limits.statusTimeout) { await coordinator.heartbeat() } != nil },
+            metrics: { statusWaits.run(timeout: Limits.statusTimeout) { await metricsSource.gather().snapshot() } },
+            timeout: Limits.statusTimeout))
         var server: LoopbackHTTPServer?
         var console: ConsoleService?
         var consoleStores: CoordinatorConsoleStores?
@@ -295,8 +304,9 @@ struct BridgeRuntime: Sendable {
             }
         }
         return BridgeRuntime(
-            pool: pool, node: node, transport: transport, coordinator: coordinator, intake: RelayIntake(), logger: logger,
-            status: status, server: server, console: console, consoleStores: consoleStores, startedAt: startedAt, policyPath: policyPath, database: database, configPath: configPath,
+            pool: pool, node: node, transport: transport, coordinator: coordinator, intake: intake, logger: logger,
+            status: status, statusWaits: statusWaits, metricsSource: metricsSource, server: server, console: console,
+            consoleStores: consoleStores, policyPath: policyPath, database: database, configPath: configPath,
             controlPath: FileIO.join(dataDirectory, "control.sock"), charts: charts)
     }
 
@@ -426,8 +436,9 @@ struct BridgeRuntime: Sendable {
             let stopped = AsyncStream.makeStream(of: Void.self)
             services.append(Service(name: "http", deadline: Limits.serviceStop, run: {
                 for await _ in stopped.stream {}
-            }, stop: { [console, consoleStores] in
+            }, stop: { [console, consoleStores, statusWaits] in
                 server.stop()
+                await statusWaits.stop()
                 await console?.stop()
                 await consoleStores?.stop()
                 stopped.continuation.finish()
@@ -457,7 +468,9 @@ struct BridgeRuntime: Sendable {
         services.append(Service(name: "coordinator", deadline: Limits.serviceStop, run: { [coordinator, intake] in
             await coordinator.run(relayInputs: intake.stream)
         }, stop: { [coordinator] in await coordinator.shutdown() }))
-        services.append(Service(name: "status", deadline: Limits.serviceStop, run: { await publishStatus() }))
+        if server != nil {
+            services.append(Service(name: "charts", deadline: Limits.serviceStop, run: { await sampleCharts() }))
+        }
         // The control socket: a failure to open it is logged and the bridge runs on without it.
         do {
             let control = try ControlSocket(path: controlPath, logger: logger.child("control")) { [coordinator, logger] request in

@@ -20,8 +20,8 @@ final class ControlSocket: Sendable {
         static let maxConnections = 4
         /// A connection gets 5 s for its request and the answer; a stalled client does not hold a slot.
         static let connectionMs: Int32 = 5_000
-        /// The accept loop wakes this often to notice ``stop()``.
-        static let acceptPollMs: Int32 = 200
+        /// How long ``ControlSocket/stop()`` waits for the accept thread to notice (it is woken at once).
+        static let stopWaitMs = 1_000
     }
 
     enum OpenError: Error, CustomStringConvertible {
@@ -46,6 +46,8 @@ final class ControlSocket: Sendable {
     private let active = Atomic<Int>(0)
     private let stopped = DispatchSemaphore(value: 0)
     private let requests = AwaitedTasks()
+    /// Wakes the accept thread at ``stop()``: it sleeps in `poll()` on the socket and this, nothing else.
+    private let wake: WakePipe
 
     /// Binds and listens at `path`. A stale socket of this user there is removed first; anything else there
     /// (a file, a directory, another user's socket) is refused.
@@ -83,6 +85,13 @@ final class ControlSocket: Sendable {
             unlink(path)
             throw .system("listen", message)
         }
+        do {
+            wake = try WakePipe()
+        } catch {
+            close(fd)
+            unlink(path)
+            throw .system("pipe", error.description)
+        }
         self.path = path
         self.fd = fd
         self.logger = logger
@@ -96,11 +105,12 @@ final class ControlSocket: Sendable {
         Self.spawn { [self] in acceptLoop() }
     }
 
-    /// Stops accepting, waits for the accept thread (at most a poll interval), removes the socket file, then
+    /// Stops accepting (the accept thread is woken), waits for the accept thread, removes the socket file, then
     /// cancels and awaits the requests still in the bridge (their connections answer that it did not answer).
     func stop() async {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        _ = stopped.wait(timeout: .now() + .milliseconds(Int(Limits.acceptPollMs) * 5))
+        wake.poke()
+        _ = stopped.wait(timeout: .now() + .milliseconds(Limits.stopWaitMs))
         unlink(path)
         await requests.stop()
     }
@@ -111,8 +121,8 @@ final class ControlSocket: Sendable {
             stopped.signal()
         }
         while !stopping.load(ordering: .acquiring) {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Limits.acceptPollMs) > 0 else { continue }
+            var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            guard poll(&pollers, 2, -1) > 0, pollers[0].revents & Int16(POLLIN) != 0 else { continue }
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)

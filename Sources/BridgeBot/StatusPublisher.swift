@@ -7,23 +7,39 @@ import Nostr
 import NostrRelay
 import BridgeCore
 
+/// The figures `/metrics` serves and the console's charts draw, gathered when asked (a scrape, a chart sample):
+/// the coordinator's snapshot (one actor hop), the mesh node's counters (one hop), the relay pool's and the
+/// transport's state (read under their locks).
+struct MetricsSource: Sendable {
+    let pool: RelayPool
+    let node: MeshNode
+    let transport: any MeshTransport
+    let coordinator: BridgeCoordinator
+    let intake: RelayIntake
+    let startedAt: ContinuousClock.Instant
+
+    func gather() async -> BridgeMetrics {
+        var metrics = BridgeMetrics()
+        metrics.add(await coordinator.snapshot())
+        BridgeRuntime.addRelays(pool.snapshot(), to: &metrics)
+        metrics.queueDrops[.relayIntake] = intake.dropped
+        metrics.queueDrops[.relayEvents] = pool.droppedEvents
+        metrics.mesh = await node.counters
+        metrics.meshNode = await node.driverCounters
+        metrics.meshTransport = transport.status
+        metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
+        return metrics
+    }
+}
+
 extension BridgeRuntime {
-    /// Publishes metrics (and the coordinator's heartbeat, see ``StatusBoard``) for the loopback listener
-    /// every ``Limits/statusInterval`` until cancelled. Health is evaluated per request (``healthInputs``).
-    func publishStatus() async {
+    /// Samples the figures for the console's charts every ``Limits/chartSample`` until cancelled (only with the
+    /// console on: the charts are history, so something must look while nobody does; `/metrics` itself is
+    /// computed per scrape).
+    func sampleCharts() async {
         while !Task.isCancelled {
-            var metrics = BridgeMetrics()
-            metrics.add(await coordinator.snapshot())
-            Self.addRelays(pool.snapshot(), to: &metrics)
-            metrics.queueDrops[.relayIntake] = intake.dropped
-            metrics.queueDrops[.relayEvents] = pool.droppedEvents
-            metrics.mesh = await node.counters
-            metrics.meshNode = await node.driverCounters
-            metrics.meshTransport = transport.status
-            metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
-            status.publish(metrics: metrics.snapshot())
-            charts.record(metrics, at: WallClock.nowSeconds())
-            try? await Task.sleep(for: Limits.statusInterval)
+            do { try await Task.sleep(for: Limits.chartSample) } catch { return }
+            charts.record(await metricsSource.gather(), at: WallClock.nowSeconds())
         }
     }
 

@@ -291,6 +291,7 @@ extension MeshPeerEngine {
             signingPublicKey: signingKey, capabilities: announce.capabilities, bridgeGeohash: announce.bridgeGeohash,
             lastSeen: now, isDirect: isDirectAnywhere(packet.sender)
         )
+        peerExpiry = min(peerExpiry, now &+ configuration.peerTimeoutMs)
         let evicted = table.recordAnnounce(peer, now: now, counters: &counters)
         report(evicted, into: &actions)
         for id in evicted { announcedBackAt[id] = nil }

@@ -109,6 +109,8 @@ public struct MeshPeerEngine {
     var lastAnnounceAt: UInt64 = 0
     /// The sync round scheduler and RSR window (``Configuration/sync``); created at the first input.
     var syncRequester: SyncRequester?
+    /// No peer of the table times out before this (a lower bound, exact after each sweep; `.max`: table empty).
+    var peerExpiry = UInt64.max
 
     public init(identity: MeshIdentity, configuration: Configuration = Configuration()) {
         self.identity = identity
@@ -138,6 +140,19 @@ public struct MeshPeerEngine {
 
     /// Whether `peer` is a direct peer of any link.
     func isDirectAnywhere(_ peer: MeshPeerID) -> Bool { linkPeers.values.contains { $0.contains(peer) } }
+
+    /// When the engine next has work of its own (``MeshInput/tick``): our announce while a link is up, a peer's
+    /// timeout, an overdue relay verdict, a partial fragment set's timeout, a sync round. Nil when nothing is due —
+    /// an idle engine with no links sleeps. Cheap (bounds kept as they change), so the owner asks after each input
+    /// and wakes at it instead of ticking.
+    public func nextDeadline() -> UInt64? {
+        var next = links.isEmpty ? UInt64.max : nextAnnounceAt
+        if !table.peers.isEmpty { next = min(next, peerExpiry &+ 1) }
+        if let gate = gate.nextExpiry { next = min(next, gate) }
+        next = min(next, reassembler.nextExpiry)
+        if let sync = syncRequester?.nextDue { next = min(next, sync) }
+        return next == .max ? nil : next
+    }
 
     public mutating func handle(
         _ input: MeshInput,
@@ -282,8 +297,10 @@ public struct MeshPeerEngine {
             }
             scheduleNextAnnounce(now: now, random: &random)
         }
-        for id in table.expire(now: now, timeoutMs: configuration.peerTimeoutMs) {
-            lost(id, .timeout, into: &actions)
+        if now > peerExpiry {
+            for id in table.expire(now: now, timeoutMs: configuration.peerTimeoutMs) { lost(id, .timeout, into: &actions) }
+            peerExpiry = (table.peers.values.lazy.map(\.lastSeen).min() ?? .max) &+ configuration.peerTimeoutMs
+            if table.peers.isEmpty { peerExpiry = .max }
         }
         reassembler.sweep(now: now)
         counters.fragment.merge(reassembler.takeEvents())
@@ -331,6 +348,7 @@ public struct MeshPeerEngine {
 
     /// Verified traffic from a peer in the table (message, leave, uplink): refreshes and establishes it.
     mutating func noteTraffic(from id: MeshPeerID, now: UInt64, into actions: inout [MeshAction]) {
+        peerExpiry = min(peerExpiry, now &+ configuration.peerTimeoutMs)
         report(table.recordTraffic(id, now: now, counters: &counters), into: &actions)
     }
 }

@@ -118,7 +118,8 @@ public enum MeshInput: Sendable {
     case linkUp(MeshLinkID, mtu: Int)
     case linkDown(MeshLinkID)
     case frame(MeshLinkID, [UInt8])
-    /// Periodic work: announce cadence, peer expiry, reassembly timeouts. Call every ~1 s.
+    /// The engine's own work, due at ``MeshPeerEngine/nextDeadline()``: announce cadence, peer expiry, overdue
+    /// relay verdicts, reassembly timeouts, sync rounds. Harmless at any other time (nothing due, nothing done).
     case tick
     /// Originate a signed public message.
     case sendPublicMessage(String)

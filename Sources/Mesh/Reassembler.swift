@@ -82,7 +82,8 @@ struct Reassembler {
     /// Per pool, indexed by `Pool.rawValue`.
     private var usage = [Usage(), Usage()]
     /// No set expires before this (a lower bound: the sweep is skipped until then).
-    private var nextExpiry = UInt64.max
+    /// When the oldest partial set times out (a lower bound; `.max` with none).
+    private(set) var nextExpiry = UInt64.max
     /// Counted evictions and expiries since the last ``takeEvents()``.
     private var events = Tally<MeshFragmentEvent>()
 

@@ -81,6 +81,13 @@ struct RelayGate {
         return held.removeValue(forKey: stableID)
     }
 
+    /// When the oldest held message's verdict is overdue (nil: none held). Entries already resolved may make it
+    /// early; ``expire(now:)`` skips them.
+    var nextExpiry: UInt64? {
+        guard let key = order.first else { return nil }
+        return held[key].map { $0.heldAt + Limits.verdictTimeoutMs } ?? 0
+    }
+
     /// Removes and returns the held messages whose verdict is overdue.
     mutating func expire(now: UInt64) -> [Held] {
         var expired: [Held] = []

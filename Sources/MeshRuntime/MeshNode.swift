@@ -3,33 +3,35 @@ public import BotSupport
 import Synchronization
 public import BitchatWire
 
-/// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events, a tick every
-/// ``Limits/tickMs`` and the owner's inputs; performs its transmits (honouring their jitter delays) and
-/// publishes everything else on ``actions``.
+/// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events and the owner's
+/// inputs, wakes it at its own next deadline (``MeshPeerEngine/nextDeadline()``), performs its transmits
+/// (honouring their jitter delays) and publishes everything else on ``actions``.
 ///
-/// The engine stays pure; the node is the only place with time, and its time is a ``TimeSource`` (tests
-/// inject ``ManualTime``). No polling: one timer task sleeps until the next due transmit or tick and is
-/// woken early when new work is due sooner.
+/// The engine stays pure; the node is the only place with time, and its time is a ``TimeSource`` (tests inject
+/// ``ManualTime``). One timer task sleeps until the earliest of the engine's deadline and the next due transmit,
+/// and is woken early (``DeadlineInbox``) when new work is due sooner or the owner queued an input. No ticks: an
+/// idle node with no links sleeps until something arrives.
 ///
 /// Inputs arrive two ways, both applied in the order given:
 /// - ``submit(_:)`` (async, returns the time the input was applied at), for callers that await each input;
 /// - ``enqueue(_:)`` (synchronous, from any context, bounded), for an owner such as the bridge's coordinator
-///   that must not wait on the node but needs its inputs kept in order — instead of one `Task` per input.
-///   ``flush(timeoutMs:)`` then applies what is queued and waits until every transmit has left, so a stop
-///   can send the leave and close the transport only after it went out.
+///   that must not wait on the node but needs its inputs kept in order. ``flush(timeoutMs:)`` then applies
+///   what is queued and waits until every transmit has left, so a stop can send the leave and close the
+///   transport only after it went out.
 ///
 /// Ends when the transport's event sequence ends (it is closed) or the task running ``run()`` is cancelled.
 public actor MeshNode {
     public enum Limits {
         /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted. A dropped peer
-        /// change is repaired by a ``MeshAction/peersResync(_:)`` at the next tick with room for it.
+        /// change is repaired by a ``MeshAction/peersResync(_:)`` as soon as there is room (retried every
+        /// ``resyncRetryMs``).
         public static let actionBuffer = 4_096
         /// Delayed transmits waiting for their jitter to elapse; more are dropped and counted.
         public static let maxPendingTransmits = 8_192
         /// Inputs waiting in ``MeshNode/enqueue(_:)``'s queue; more are dropped and counted.
         public static let maxQueuedInputs = 4_096
-        /// Engine tick period.
-        public static let tickMs: UInt64 = 1_000
+        /// How soon a peer resync is offered again while the consumer of ``actions`` has no room.
+        public static let resyncRetryMs: UInt64 = 1_000
     }
 
     /// What the node itself counts (the engine's counters are ``MeshNode/counters``).
@@ -64,34 +66,18 @@ public actor MeshNode {
         let frame: [UInt8]
     }
 
-    /// The ``enqueue(_:)`` queue: items under a lock, and a doorbell the run loop waits on.
-    private final class InputQueue: Sendable {
-        let items = Mutex<[MeshInput]>([])
-        let doorbell: AsyncStream<Void>
-        let ring: AsyncStream<Void>.Continuation
-        let dropped = Atomic<Int>(0)
-
-        init() {
-            (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        }
-
-        func take() -> [MeshInput] { items.withLock { items in defer { items.removeAll() }; return items } }
-    }
-
     public nonisolated let actions: AsyncStream<MeshAction>
     private let continuation: AsyncStream<MeshAction>.Continuation
     private var engine: MeshPeerEngine
     private let transport: any MeshTransport
     private let clock: any TimeSource
     private var random: SeededRandom
-    private let inputs = InputQueue()
+    /// The owner's queued inputs and the timer's wake-up.
+    private let inbox = DeadlineInbox<MeshInput>(capacity: Limits.maxQueuedInputs)
     private var pending = MinHeap<Timed<Pending>>()
     private var sequence: UInt64 = 0
-    private var nextTickAt: UInt64 = 0
-    /// The timer task's current sleep and its deadline; cancelled to wake it early.
-    private var sleeper: Task<Void, Never>?
-    private var sleeperDeadline = UInt64.max
     private var nodeCounters = Counters()
+    private var droppedInputs = 0
     /// A peer change was dropped: the consumer's view of the live peers is stale until a resync gets through.
     private var peersOutOfSync = false
 
@@ -115,7 +101,7 @@ public actor MeshNode {
     /// The node's own counters (transmits, drops).
     public var driverCounters: Counters {
         var counters = nodeCounters
-        counters.droppedInputs = inputs.dropped.load(ordering: .relaxed)
+        counters.droppedInputs = droppedInputs
         return counters
     }
     public var linkCount: Int { engine.linkCount }
@@ -128,21 +114,15 @@ public actor MeshNode {
     @discardableResult
     public func submit(_ input: MeshInput) -> UInt64 {
         applyQueuedInputs()
-        return apply(input)
+        let now = apply(input)
+        wakeIfSooner()
+        return now
     }
 
     /// Queues an input to be applied in order, without waiting (from any context). False when the queue is
     /// full (the input is dropped and counted).
     @discardableResult
-    public nonisolated func enqueue(_ input: MeshInput) -> Bool {
-        let accepted = inputs.items.withLock { items in
-            guard items.count < Limits.maxQueuedInputs else { return false }
-            items.append(input)
-            return true
-        }
-        if accepted { inputs.ring.yield() } else { inputs.dropped.add(1, ordering: .relaxed) }
-        return accepted
-    }
+    public nonisolated func enqueue(_ input: MeshInput) -> Bool { inbox.post(input) }
 
     /// Applies every queued input, then waits until every pending transmit has been handed to the transport
     /// or `timeoutMs` passed on the node's clock; what still waits then is dropped and counted. Works whether
@@ -167,16 +147,10 @@ public actor MeshNode {
 
     /// Drives the node until the transport closes or the task is cancelled.
     public func run() async {
-        nextTickAt = clock.nowMs()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [transport] in
                 for await event in transport.events {
                     await self.handle(event)
-                }
-            }
-            group.addTask { [inputs] in
-                for await _ in inputs.doorbell {
-                    await self.applyQueuedInputs()
                 }
             }
             group.addTask { await self.timerLoop() }
@@ -184,7 +158,6 @@ public actor MeshNode {
             await group.next()
             group.cancelAll()
         }
-        sleeper?.cancel()
         applyQueuedInputs()
         continuation.finish()
     }
@@ -199,6 +172,7 @@ public actor MeshNode {
             case .frame(let link, let frame): .frame(link, frame)
             }
         apply(input)
+        wakeIfSooner()
     }
 
     @discardableResult
@@ -209,52 +183,38 @@ public actor MeshNode {
     }
 
     private func applyQueuedInputs() {
-        for input in inputs.take() { apply(input) }
+        let (inputs, dropped) = inbox.take()
+        droppedInputs += dropped
+        for input in inputs { apply(input) }
     }
 
     // MARK: Timer
 
-    /// Sleeps until the next tick or due transmit (whichever is first), then does what is due; woken early
-    /// by ``wakeIfSooner(_:)`` when a transmit is queued with an earlier due time.
+    /// When the node next has work: the engine's deadline, the next due transmit, a peer resync to retry.
+    private func nextDeadline(now: UInt64) -> UInt64 {
+        var next = min(engine.nextDeadline() ?? .max, pending.first?.due ?? .max)
+        if peersOutOfSync { next = min(next, now &+ Limits.resyncRetryMs) }
+        return next
+    }
+
+    /// Tells the timer when an input brought the next deadline forward.
+    private func wakeIfSooner() { inbox.bringForward(nextDeadline(now: clock.nowMs())) }
+
+    /// Sleeps until the next deadline (woken early by new work or a queued input), then does what is due.
     private func timerLoop() async {
         while !Task.isCancelled {
-            let sleep = armSleeper()
-            await withTaskCancellationHandler {
-                await sleep.value
-            } onCancel: {
-                sleep.cancel()
-            }
-            timerFired()
-        }
-    }
-
-    private func armSleeper() -> Task<Void, Never> {
-        let deadline = min(nextTickAt, pending.first?.due ?? .max)
-        let clock = clock
-        let task = Task.detached { await clock.sleep(untilMs: deadline) }
-        sleeper = task
-        sleeperDeadline = deadline
-        return task
-    }
-
-    private func wakeIfSooner(_ due: UInt64) {
-        guard due < sleeperDeadline, let sleeper else { return }
-        sleeperDeadline = due
-        sleeper.cancel()
-    }
-
-    private func timerFired() {
-        let now = clock.nowMs()
-        if now >= nextTickAt {
-            nextTickAt = now + Limits.tickMs
-            perform(engine.handle(.tick, now: now, random: &random), now: now)
+            await inbox.wait(until: nextDeadline(now: clock.nowMs()), on: clock)
+            guard !Task.isCancelled else { return }
+            applyQueuedInputs()
+            let now = clock.nowMs()
+            if let due = engine.nextDeadline(), due <= now { perform(engine.handle(.tick, now: now, random: &random), now: now) }
             resyncPeersIfNeeded()
+            flushDue(now: now)
         }
-        flushDue(now: now)
     }
 
-    /// After a dropped peer change, offers the whole table once per tick until the consumer has room for it
-    /// (a flood keeps the buffer full; the table is bounded, so one snapshot per second is cheap).
+    /// After a dropped peer change, offers the whole table until the consumer has room for it (a flood keeps the
+    /// buffer full; the table is bounded, so one snapshot per retry is cheap).
     private func resyncPeersIfNeeded() {
         guard peersOutOfSync else { return }
         if case .enqueued = continuation.yield(.peersResync(Array(engine.peers.values))) {
@@ -275,7 +235,6 @@ public actor MeshNode {
                 } else if pending.count < Limits.maxPendingTransmits {
                     sequence += 1
                     pending.push(Timed(due: now + delay, sequence: sequence, item: Pending(link: link, frame: frame)))
-                    wakeIfSooner(now + delay)
                 } else {
                     nodeCounters.droppedTransmits += 1
                 }

@@ -65,6 +65,10 @@ public struct SyncRequester: Sendable {
         initialDue[peer] = nil
     }
 
+    /// The earliest time ``due(now:)`` has something to return; nil when it can return nothing (no direct peer:
+    /// periodic rounds are skipped then, so nothing is due until a peer connects).
+    public var nextDue: UInt64? { peers.isEmpty ? nil : nextWakeUp }
+
     /// The earliest time ``due(now:)`` has something to return.
     public var nextWakeUp: UInt64 {
         var next = min(nextMessageRound, nextBoardRound)

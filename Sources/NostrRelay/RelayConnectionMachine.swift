@@ -146,6 +146,18 @@ public struct RelayConnectionMachine: Sendable {
         return wasConnected ? [.disconnected] : []
     }
 
+    /// When ``tick(now:)`` next has something to do (connect timeout, stability, end of backoff, the late probe
+    /// of a failed relay); nil when nothing is timed.
+    public var nextDeadline: ContinuousClock.Instant? {
+        switch state {
+        case .connected(let since) where !isStable && hasAnswered: since + Limits.stableAfter
+        case .connecting(let deadline): deadline
+        case .backingOff(let until): until
+        case .permanentlyFailed(let retryAt): retryAt
+        default: nil
+        }
+    }
+
     /// Advances timers: connect timeout, stability, end of backoff, the late probe of a failed relay.
     public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         switch state {

@@ -31,8 +31,6 @@ public final class RelayPool: Sendable {
     public enum Limits {
         /// Reports buffered for a slow consumer before the oldest are dropped (phones: 256 frames/relay).
         public static let eventBuffer = 1024
-        /// Timer resolution for backoff, connect timeouts and probes.
-        public static let tickInterval: Duration = .milliseconds(200)
         /// Verification threads: one per online core, at most this many (Schnorr checks are CPU-bound and
         /// the lws thread needs a share too; 2 on the project's 2-core machines).
         public static let maxVerificationWorkers = 4
@@ -52,6 +50,8 @@ public final class RelayPool: Sendable {
         /// Workers blocked on ``VerificationWorkers/awaitWork()``, not yet woken.
         var sleepingWorkers = 0
         var stopping = false
+        /// The deadline the runtime's timer is armed for (the core's ``RelayPoolCore/nextDeadline()``).
+        var armed: ContinuousClock.Instant?
     }
 
     private let shared: Mutex<Shared>
@@ -138,16 +138,12 @@ public final class RelayPool: Sendable {
         if workers.start({ [self] in verifyLoop() }) == 0 {
             logger.error("no verification thread could be started; verifying on the socket thread")
         }
+        // Deadlines computed before the runtime ran (a subscribe) could not arm its timer: arm it afresh.
+        shared.withLock { $0.armed = nil }
         apply { $0.start(now: .now) }
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: Limits.tickInterval)
-            } catch {
-                break
-            }
-            let unix = unixNow()
-            apply { $0.tick(now: .now, unixNow: unix) }
-        }
+        // No tick: the runtime's timer fires at the core's next deadline (``rearm(_:)``), on the loop thread.
+        let stopped = WakeSignal()
+        while !Task.isCancelled { await stopped.wait() }
         apply { $0.stop() }
         runtime.shutdown()
         stopWorkers()
@@ -222,10 +218,20 @@ public final class RelayPool: Sendable {
         try applyShared { shared throws(E) in try body(&shared.core) }
     }
 
+    /// Arms the runtime's timer for the core's next deadline when it changed (under the lock, after every change:
+    /// O(relays + subscriptions), a fraction of a frame's parse).
+    private func rearm(_ shared: inout Shared) {
+        let next = shared.core.nextDeadline()
+        guard next != shared.armed, !shared.stopping else { return }
+        shared.armed = next
+        runtime.scheduleTimer(at: next)
+    }
+
     private func applyShared<E: Error>(_ body: (inout Shared) throws(E) -> [RelayPoolEvent]) throws(E) {
         var overflow: [Int] = []
         let reports = try shared.withLock { shared throws(E) in
             let reports = try body(&shared)
+            rearm(&shared)
             for report in reports {
                 if case .dropped = continuation.yield(report) {
                     let total = dropped.add(1, ordering: .relaxed).newValue

@@ -502,6 +502,26 @@ public struct RelayPoolCore: Sendable {
         return out
     }
 
+    /// When ``tick(now:unixNow:)`` next has something to do: a relay's connect timeout, end of backoff, late probe
+    /// or stability; a quiet connection's PING or its answer window; a subscription's EOSE fallback. Nil when
+    /// nothing is timed. O(relays + subscriptions): cheap enough to ask after every change.
+    public func nextDeadline() -> ContinuousClock.Instant? {
+        var next: ContinuousClock.Instant?
+        func consider(_ instant: ContinuousClock.Instant) { next = next.map { min($0, instant) } ?? instant }
+        let liveness = configuration.liveness
+        for relay in relays {
+            if let deadline = relay.machine.nextDeadline { consider(deadline) }
+            guard relay.machine.isConnected, relay.connection != nil, let opened = relay.openedAt else { continue }
+            let last = relay.lastAnswer ?? opened
+            consider(last + liveness.answerWindow)
+            consider(max(last, relay.lastProbe ?? opened) + liveness.probeAfterQuiet)
+        }
+        for id in subscriptionOrder {
+            if let subscription = subscriptions[id], !subscription.eoseReported { consider(subscription.eoseDeadline) }
+        }
+        return next
+    }
+
     /// Probes a quiet connection and closes one that stopped answering (``Liveness``).
     mutating func checkLiveness(relay index: Int, now: ContinuousClock.Instant, into out: inout [RelayPoolEvent]) {
         guard relays[index].machine.isConnected, let connection = relays[index].connection, let opened = relays[index].openedAt
@@ -556,6 +576,8 @@ public struct RelayPoolCore: Sendable {
         case .text(let id, let frame):
             out = receive(Self.parse(frame), on: id, now: now, unixNow: unixNow)
             out += verifyWaiting(now: now)
+        case .timer:
+            out = tick(now: now, unixNow: unixNow)
         }
         return out
     }

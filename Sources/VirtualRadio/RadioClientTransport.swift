@@ -351,16 +351,18 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         }
     }
 
+    /// Until the next reconnect or connect deadline; -1 (no timeout: the socket or the wake pipe wakes the loop)
+    /// when every connection is up.
     private func pollTimeout(_ connections: [Connection], now: Int) -> Int {
-        var timeout = 1_000
+        var timeout: Int?
         for connection in connections {
             switch connection.state {
-            case .waiting(let until): timeout = min(timeout, max(0, until - now))
-            case .connecting(_, let deadline): timeout = min(timeout, max(0, deadline - now))
+            case .waiting(let until): timeout = min(timeout ?? .max, max(0, until - now))
+            case .connecting(_, let deadline): timeout = min(timeout ?? .max, max(0, deadline - now))
             case .connected: break
             }
         }
-        return timeout
+        return timeout ?? -1
     }
 
     // MARK: Health

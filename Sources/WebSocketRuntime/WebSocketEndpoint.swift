@@ -89,4 +89,6 @@ public enum WebSocketEvent: Sendable {
     case pong(ConnectionID)
     /// The connection is gone; no more events for this id.
     case ended(ConnectionID, WebSocketFailure)
+    /// The deadline armed with ``WebSocketRuntime/scheduleTimer(at:)`` passed.
+    case timer
 }

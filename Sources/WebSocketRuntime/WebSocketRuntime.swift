@@ -60,6 +60,8 @@ public final class WebSocketRuntime: @unchecked Sendable {
         case reading(ConnectionID, paused: Bool)
         case close(ConnectionID)
         case fail(ConnectionID, WebSocketEndpoint, WebSocketFailure)
+        /// (Re)arm the one timer, or cancel it (nil).
+        case timer(ContinuousClock.Instant?)
         case stop
     }
 
@@ -104,6 +106,8 @@ public final class WebSocketRuntime: @unchecked Sendable {
     private let protocols: UnsafeMutablePointer<lws_protocols>
     private let retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>
     private let retryTable: UnsafeMutablePointer<UInt32>
+    /// The owner's one timer (``scheduleTimer(at:)``), an lws sorted-usec-list entry on the service thread.
+    private let timer: UnsafeMutablePointer<CLibWebSockets_sulBox>
     private var cStrings: [UnsafeMutablePointer<CChar>] = []
     // Service-thread-only state.
     private var connections: [Int: Connection] = [:]
@@ -118,12 +122,16 @@ public final class WebSocketRuntime: @unchecked Sendable {
         protocols = .allocate(capacity: 2)
         retryPolicy = .allocate(capacity: 1)
         retryTable = .allocate(capacity: 1)
+        timer = .allocate(capacity: 1)
+        timer.initialize(to: CLibWebSockets_sulBox())
+        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
     }
 
     deinit {
         protocols.deallocate()
         retryPolicy.deallocate()
         retryTable.deallocate()
+        timer.deallocate()
         for pointer in cStrings { free(pointer) }
     }
 
@@ -212,6 +220,11 @@ public final class WebSocketRuntime: @unchecked Sendable {
     /// Closes (or aborts, if still connecting) a connection; `.ended(.closedLocally)` follows.
     public func close(_ id: ConnectionID) { enqueue(.close(id)) }
 
+    /// Arms the runtime's one timer for `deadline` (nil cancels it): `.timer` is reported on the service thread
+    /// once it passes, so an owner runs on its next deadline with no thread of its own and no tick. Each call
+    /// replaces the previous deadline.
+    public func scheduleTimer(at deadline: ContinuousClock.Instant?) { enqueue(.timer(deadline)) }
+
     private func enqueue(_ command: Command) {
         inbox.withLock { inbox in
             guard !inbox.contextGone, let context else { return }
@@ -278,8 +291,17 @@ public final class WebSocketRuntime: @unchecked Sendable {
             case .close(let id):
                 guard let connection = connections[id.raw] else { continue }
                 beginClose(connection)
+            case .timer(let deadline):
+                guard let deadline else {
+                    lws_sul_schedule(context, 0, &timer.pointee.sul, nil, LWS_SET_TIMER_USEC_CANCEL)
+                    continue
+                }
+                let (seconds, attoseconds) = (deadline - .now).components
+                let micros = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+                lws_sul_schedule(context, 0, &timer.pointee.sul, runtimeTimerFired, lws_usec_t(micros))
             case .stop:
                 stopping = true
+                lws_sul_schedule(context, 0, &timer.pointee.sul, nil, LWS_SET_TIMER_USEC_CANCEL)
                 for connection in connections.values { beginClose(connection) }
             }
         }
@@ -342,6 +364,11 @@ public final class WebSocketRuntime: @unchecked Sendable {
         let result = SSL_get_verify_result(ssl)
         guard result != X509_V_OK, let text = X509_verify_cert_error_string(result) else { return nil }
         return String(cString: text)
+    }
+
+    fileprivate func timerFired() {
+        assertOnLoop()
+        if !stopping { onEvent(.timer) }
     }
 
     private func end(_ connection: Connection, _ failure: WebSocketFailure) {
@@ -465,6 +492,14 @@ public final class WebSocketRuntime: @unchecked Sendable {
         }
         return 0
     }
+}
+
+/// The runtime's timer passed (on the service thread): the owner hears `.timer`.
+private func runtimeTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
+    guard let sul else { return }
+    let box = UnsafeMutableRawPointer(sul).assumingMemoryBound(to: CLibWebSockets_sulBox.self)
+    guard let owner = box.pointee.owner else { return }
+    Unmanaged<WebSocketRuntime>.fromOpaque(owner).takeUnretainedValue().timerFired()
 }
 
 private func webSocketCallback(

@@ -4,9 +4,10 @@ import BotSupport
 @testable import MeshRuntime
 import Testing
 
-/// Issue 15, one lifecycle: the node wakes on its clock (no 5/50 ms poll), keeps enqueued inputs in order,
-/// and flushes paced transmits before a stop, with a deadline. Driven by ``ManualTime``; every wait is
-/// for an event (a frame heard, a sleeper registered), none polls.
+/// Issues 15 and 22, one lifecycle: the node sleeps until its next deadline (no poll, no tick: here its announce,
+/// every second without jitter), is woken early for paced transmits, keeps enqueued inputs in order, and flushes
+/// paced transmits before a stop, with a deadline. Driven by ``ManualTime``; every wait is for an event (a frame
+/// heard, a sleeper registered), none polls.
 @Suite("Mesh node on an injected clock")
 struct MeshNodeTests {
     /// A node on an in-process segment, and a raw member of the same segment that hears what it sends.
@@ -21,8 +22,11 @@ struct MeshNodeTests {
             let transport = air.join()
             probe = air.join()
             probeEvents = probe.events.makeAsyncIterator()
-            node = MeshNode(engine: MeshPeerEngine(identity: makeIdentity("node")), transport: transport, clock: clock, seed: 1,
-                            actionBuffer: actionBuffer)
+            var configuration = MeshPeerEngine.Configuration()
+            configuration.announceIntervalMs = MeshNodeTests.announceMs
+            configuration.announceJitterMs = 0
+            node = MeshNode(engine: MeshPeerEngine(identity: makeIdentity("node"), configuration: configuration), transport: transport,
+                            clock: clock, seed: 1, actionBuffer: actionBuffer)
         }
 
         /// The next frame the probe heard, decoded.
@@ -43,7 +47,7 @@ struct MeshNodeTests {
             var rig = Rig(actionBuffer: actionBuffer)
             let running = Task { [node = rig.node] in await node.run() }
             #expect(try await rig.nextPacket().type == .announce)
-            await rig.clock.waitForSleeper(until: start + MeshNode.Limits.tickMs)
+            await rig.clock.waitForSleeper(until: start + MeshNodeTests.announceMs)
             await rig.drain()
             return (rig, running)
         }
@@ -55,6 +59,9 @@ struct MeshNodeTests {
         }
     }
 
+    /// The engine's announce period here: its one deadline while nothing else is due.
+    static let announceMs: UInt64 = 1_000
+
     /// 600 incompressible characters: fragments at a 185-byte MTU, paced 30 ms apart (iOS).
     static let long: String = {
         var random = SeededRandom(seed: 3)
@@ -64,18 +71,18 @@ struct MeshNodeTests {
     static func fragmentTotal(_ packet: MeshPacket) -> Int { Int(packet.payload[10]) << 8 | Int(packet.payload[11]) }
 
     @Test(.timeLimit(.minutes(2)))
-    func theNodeSleepsUntilTheNextTickOrDueTransmitAndIsWokenEarlyByNewWork() async throws {
-        // Link-up: the engine announces at once; then, nothing due, the node sleeps until the next tick
-        // (`running()` waits for exactly that sleeper: no 5/50 ms poll).
+    func theNodeSleepsUntilItsNextDeadlineAndIsWokenEarlyByNewWork() async throws {
+        // Link-up: the engine announces at once; then, nothing due, the node sleeps until the next announce
+        // (`running()` waits for exactly that sleeper: no poll, no tick).
         var (rig, running) = try await Rig.running()
         defer { running.cancel() }
-        #expect(rig.clock.nextDeadline == start + MeshNode.Limits.tickMs && rig.clock.sleeperCount == 1)
+        #expect(rig.clock.nextDeadline == start + Self.announceMs && rig.clock.sleeperCount == 1)
         // A long message: the first fragment leaves now, the next 30 ms later — the sleep is cut short for it.
         await rig.node.submit(.sendPublicMessage(Self.long))
         let first = try await rig.nextPacket()
         #expect(first.type == .fragment)
         await rig.clock.waitForSleeper(until: start + 30)
-        #expect(rig.clock.sleeperCount == 1, "woken early and re-armed for the paced fragment, the tick's sleep gone")
+        #expect(rig.clock.sleeperCount == 1, "woken early and re-armed for the paced fragment, the announce's sleep gone")
         rig.clock.advance(to: start + 29)
         #expect(rig.probe.events.queuedEvents == 0, "nothing before its time")
         rig.clock.advance(to: start + 30)
@@ -85,9 +92,9 @@ struct MeshNodeTests {
             await rig.step(to: start + UInt64(30 * index))
             #expect(try await rig.nextPacket().payload[9] == UInt8(index))
         }
-        // Then back to the tick, and the next.
-        await rig.step(to: start + MeshNode.Limits.tickMs)
-        await rig.clock.waitForSleeper(until: start + 2 * MeshNode.Limits.tickMs)
+        // Then back to the announce, and the next.
+        await rig.step(to: start + Self.announceMs)
+        await rig.clock.waitForSleeper(until: start + 2 * Self.announceMs)
         #expect(await rig.node.driverCounters.droppedTransmits == 0)
     }
 
@@ -133,11 +140,11 @@ struct MeshNodeTests {
     }
 
     /// A consumer that falls behind loses actions (the buffer is bounded); when a lost one was a peer change,
-    /// the next tick with room sends the whole table, so the consumer's peer view (the bridge's
+    /// the node offers the whole table again (every second while there is no room), so the consumer's peer view (the bridge's
     /// `bridge_mesh_peers`, its island's bridges) cannot stay wrong. Seen in CI: 247 actions dropped in a
     /// 20,000-identity flood left the gauge at 90 with 13 peers in the table.
     @Test(.timeLimit(.minutes(2)))
-    func droppedPeerChangesAreRepairedByAResyncAtTheNextTick() async throws {
+    func droppedPeerChangesAreRepairedByAResync() async throws {
         let (rig, running) = try await Rig.running(actionBuffer: 4)
         defer { running.cancel() }
         let phones = (0..<10).map { _ in Phone() }
@@ -150,12 +157,12 @@ struct MeshNodeTests {
         for _ in 0..<4 {
             guard case .peerVerified = await actions.next() else { Issue.record("expected the buffered peer changes first"); return }
         }
-        await rig.step(to: start + MeshNode.Limits.tickMs)
-        guard case .peersResync(let peers) = await actions.next() else { Issue.record("expected the table after the tick"); return }
+        await rig.step(to: start + Self.announceMs)
+        guard case .peersResync(let peers) = await actions.next() else { Issue.record("expected the table a second later"); return }
         #expect(Set(peers.map(\.id)) == Set(phones.map(\.id)))
-        // Once through, no more: the next tick sends nothing to repair.
-        await rig.step(to: start + 2 * MeshNode.Limits.tickMs)
-        await rig.clock.waitForSleeper(until: start + 3 * MeshNode.Limits.tickMs)
+        // Once through, no more: the next deadline sends nothing to repair.
+        await rig.step(to: start + 2 * Self.announceMs)
+        await rig.clock.waitForSleeper(until: start + 3 * Self.announceMs)
         #expect(await rig.node.driverCounters.peerResyncs == 1)
     }
 }
