@@ -80,10 +80,21 @@ let package = Package(
             name: "Console",
             dependencies: ["Bridge", "BridgeCore", "BotSupport", "BotStorage", "BotCrypto", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "WebSocketRuntime"]
         ),
+        // The running bridge, assembled: one composition root from small builders (configuration → stores, keys,
+        // machine, relay pool, mesh node, coordinator, listener, control socket, services). The executable runs it;
+        // the in-process test world builds its bridges with it too.
+        .target(
+            name: "BridgeApp",
+            dependencies: [
+                "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache",
+                "Mesh", "MeshRuntime", "MeshSync", "MeshSyncStorage", "Moderation", "ModerationLog", "Nostr", "NostrRelay",
+                "RelayDirectory", "SpamFilter", "VirtualRadio", "BlueZ", "WebSocketRuntime", "Console",
+            ]
+        ),
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
-                "Bridge", "BridgeCore", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
+                "BridgeApp", "Bridge", "BridgeCore", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
                 "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "MeshRuntime", "VirtualRadio", "BlueZ", "BotProcess",
                 "SpamFilter", "SpamFilterReference", "Moderation", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
             ]

@@ -1,12 +1,5 @@
+import BridgeApp
 /// How a command ends, mapped to exit codes once in `main` (swift-argument-parser's three outcomes).
-enum CommandExit: Error {
-    /// Bad invocation: message names the argument; exit 64 (EX_USAGE).
-    case usage(String)
-    /// The command ran and failed; exit 1.
-    case failure(String)
-    /// Help or version was printed; exit 0.
-    case clean
-}
 
 /// One option a command accepts.
 struct OptionSpec {

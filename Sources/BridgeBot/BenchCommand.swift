@@ -1,3 +1,4 @@
+import BridgeApp
 import BotSupport
 
 /// `bitchat-bridge bench <name> [--json]`: benchmarks that measure the real code against a reference

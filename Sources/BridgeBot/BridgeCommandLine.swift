@@ -1,3 +1,4 @@
+import BridgeApp
 import BotSupport
 
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Glibc
 
 /// The `bitchat-bridge` command tree and the single place errors become exit codes.
 enum BridgeCommandLine {
-    static let version = "0.1.0"
+    static let version = BridgeVersion.string
 
     /// Top-level commands: name, one-line summary, handler taking the remaining arguments.
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws(CommandExit) -> Void)] = [

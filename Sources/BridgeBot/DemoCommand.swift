@@ -1,3 +1,4 @@
+import BridgeApp
 import BotProcess
 import BotSupport
 import Foundation

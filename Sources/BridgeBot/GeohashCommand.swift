@@ -1,3 +1,4 @@
+import BridgeApp
 import BotSupport
 import Geohash
 

@@ -1,3 +1,4 @@
+import BridgeApp
 import BotStorage
 import BotSupport
 import IdentityCache

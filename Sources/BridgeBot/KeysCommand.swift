@@ -1,3 +1,4 @@
+import BridgeApp
 import BotSupport
 import Bridge
 import Geohash
@@ -76,27 +77,12 @@ enum KeysCommand {
     /// is a setup error (exit 64), a damaged key file a failure (exit 1). A check value added to an older file is
     /// reported through `note` (default: stderr; `run` logs it).
     static func load(_ store: KeyStore, note: (String) -> Void = { printError("note: \($0)") }) throws(CommandExit) -> KeyStore.Loaded {
-        let loaded: KeyStore.Loaded
-        do {
-            loaded = try store.loadOrCreate()
-        } catch {
-            throw error.isPermissionProblem ? .usage(error.description) : .failure(error.description)
-        }
-        if !loaded.addedCheckValues.isEmpty {
-            note("key file \(store.path) upgraded: added \(loaded.addedCheckValues.joined(separator: ", ")) (same identity)")
-        }
-        return loaded
+        try DataFiles.loadKeys(store, note: note)
     }
 
-    /// For commands that use the data directory without the key file (identities, modlog): the same
-    /// permission rule as ``KeyStore/checkDirectory(_:)``, exit 64.
-    static func checkDataDirectory(_ path: String) throws(CommandExit) {
-        do {
-            try KeyStore.checkDirectory(path)
-        } catch {
-            throw error.isPermissionProblem ? .usage(error.description) : .failure(error.description)
-        }
-    }
+    /// For commands that use the data directory without the key file (identities, modlog): exit 64 on a
+    /// permission problem.
+    static func checkDataDirectory(_ path: String) throws(CommandExit) { try DataFiles.checkDataDirectory(path) }
 
     private static func nostrIdentity(
         role: String,

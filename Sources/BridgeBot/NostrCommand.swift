@@ -1,3 +1,4 @@
+import BridgeApp
 import BotCrypto
 import BotSupport
 import Bridge

@@ -1,3 +1,4 @@
+import BridgeApp
 import BitchatWire
 import BotSupport
 import Bridge
@@ -6,72 +7,6 @@ import Bridge
 import Glibc
 import BridgeCore
 #endif
-
-/// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`. Every
-/// answer is `{"ok":true,…}` or `{"ok":false,"error":…}`; every request is logged at info (op, id, urgency,
-/// lengths — the text itself is the operator's and goes to the mesh anyway, but logs stay short).
-enum ControlCommands {
-    static func answer(_ request: JSONValue, coordinator: BridgeCoordinator, logger: Logger) async -> JSONValue {
-        let op = request["op"]?.stringValue ?? ""
-        switch op {
-        case "notice.post":
-            guard let text = request["text"]?.stringValue else { return reply(op, logger, error: "notice.post needs a text") }
-            let urgent = request["urgent"]?.boolValue ?? false
-            var lifetime = OperatorNotice.Defaults.lifetimeMs
-            if let expires = request["expires"]?.stringValue {
-                do throws(NoticeError) { lifetime = try OperatorNotice.parseDuration(expires) } catch {
-                    return reply(op, logger, error: error.description)
-                }
-            }
-            let geohash = request["geohash"]?.stringValue
-            switch await coordinator.postNotice(text, urgent: urgent, lifetimeMs: lifetime, geohash: geohash) {
-            case .success(let post):
-                logger.info("control request", [
-                    ("op", .string(op)), ("id", .string(Hex.encode(post.postID))), ("urgent", .bool(urgent)),
-                    ("text.bytes", .integer(Int64(text.utf8.count))), ("lifetime.ms", .integer(Int64(lifetime))),
-                ])
-                return .object([("ok", .bool(true)), ("notice", json(post))])
-            case .failure(let error):
-                return reply(op, logger, error: error.description)
-            }
-        case "stores.changed":
-            // Another process (`identities block`, `forget`) wrote the database: the block list and pins are read again.
-            coordinator.storesChanged()
-            logger.info("control request", [("op", .string(op))])
-            return .object([("ok", .bool(true))])
-        case "notice.list":
-            let posts = await coordinator.notices()
-            logger.info("control request", [("op", .string(op)), ("count", .integer(Int64(posts.count)))])
-            return .object([("ok", .bool(true)), ("notices", .array(posts.map(json)))])
-        case "notice.withdraw":
-            guard let id = request["id"]?.stringValue, let bytes = try? Hex.decode(id) else {
-                return reply(op, logger, error: "notice.withdraw needs an id (hex)")
-            }
-            switch await coordinator.withdrawNotice(postID: bytes) {
-            case .success:
-                logger.info("control request", [("op", .string(op)), ("id", .string(id))])
-                return .object([("ok", .bool(true)), ("id", .string(id))])
-            case .failure(let error):
-                return reply(op, logger, error: error.description)
-            }
-        default:
-            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed)")
-        }
-    }
-
-    private static func reply(_ op: String, _ logger: Logger, error: String) -> JSONValue {
-        logger.info("control request", [("op", .string(op)), ("error", .string(error))])
-        return ControlSocket.failure(error)
-    }
-
-    static func json(_ post: BoardPost) -> JSONValue {
-        .object([
-            ("id", .string(Hex.encode(post.postID))), ("text", .string(post.content)), ("geohash", .string(post.geohash)),
-            ("urgent", .bool(post.flags & BoardPost.urgentFlag != 0)), ("created_ms", .integer(Int64(post.createdAt))),
-            ("expires_ms", .integer(Int64(post.expiresAt))),
-        ])
-    }
-}
 
 /// `bitchat-bridge notice`: post, list and withdraw operator notices through a running bridge's control socket.
 enum NoticeCommand {

@@ -1,3 +1,4 @@
+import BridgeApp
 import BotCrypto
 import BotSupport
 import Geohash
@@ -109,22 +110,7 @@ enum RelaysCommand {
     }
 
     static func loadDirectory(option: String?) throws(CommandExit) -> (RelayDirectory, String) {
-        let candidates = Paths.relayDirectoryCandidates(option: option)
-        for path in candidates {
-            let bytes: [UInt8]
-            do {
-                bytes = try FileIO.read(path, maxBytes: 8 << 20)
-            } catch {
-                if error.isNotFound && option == nil { continue }
-                throw .failure("cannot read relay directory: \(error)")
-            }
-            do {
-                return (try RelayDirectory(json: String(decoding: bytes, as: UTF8.self)), path)
-            } catch {
-                throw .failure("\(path): \(error)")
-            }
-        }
-        throw .failure("no relay directory found (tried \(candidates.joined(separator: ", "))); pass --directory FILE")
+        try DataFiles.loadRelayDirectory(option: option, setting: "--directory FILE")
     }
 
     private static func importCSV(path: String, android androidPath: String?, output: String) throws(CommandExit) {

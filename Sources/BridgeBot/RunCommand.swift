@@ -1,3 +1,4 @@
+import BridgeApp
 import BitchatWire
 import BlueZ
 import BotCrypto
@@ -56,19 +57,6 @@ enum RunCommand {
     }
 
     static func loadConfiguration(path: String?) throws(CommandExit) -> BridgeConfiguration {
-        var text: String?
-        if let path {
-            do {
-                text = String(decoding: try FileIO.read(path, maxBytes: BridgeConfiguration.Limits.maxFileBytes), as: UTF8.self)
-            } catch {
-                throw .usage("configuration file \(path): \(error)")
-            }
-        }
-        do {
-            return try BridgeConfiguration.resolve(
-                fileText: text, filePath: path ?? "config", environment: ProcessEnvironment.variables(withPrefix: "BRIDGE_"))
-        } catch {
-            throw .usage(error.description)
-        }
+        try DataFiles.loadConfiguration(path: path)
     }
 }

@@ -1,3 +1,4 @@
+import BridgeApp
 import BitchatWire
 import BotCrypto
 import BotSupport

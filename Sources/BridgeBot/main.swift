@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BridgeApp
 import Glibc
 #endif
 import BotCrypto

@@ -2,8 +2,8 @@ import BitchatWire
 import BlueZ
 import BotCrypto
 import BotStorage
-import BotSupport
-import Bridge
+public import BotSupport
+public import Bridge
 import Console
 import Geohash
 import IdentityCache
@@ -34,7 +34,7 @@ import BridgeCore
 /// and the stop's checkpoint runs on the same connection after every service has finished. (Several
 /// connections in one process also shared POSIX locks in ways that made a stop's checkpoint fail now and
 /// then; see ``SQLiteDatabase``.)
-struct BridgeRuntime: Sendable {
+public struct BridgeRuntime: Sendable {
     let pool: RelayPool
     let node: MeshNode
     let transport: any MeshTransport
@@ -75,9 +75,9 @@ struct BridgeRuntime: Sendable {
         static let chartSample: Duration = .seconds(15)
     }
 
-    static func start(config: BridgeConfiguration, logger: Logger, configPath: String?) throws(CommandExit) -> BridgeRuntime {
+    public static func start(config: BridgeConfiguration, logger: Logger, configPath: String?) throws(CommandExit) -> BridgeRuntime {
         let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
-        let keys = try KeysCommand.load(KeyStore(dataDirectory: dataDirectory)) { logger.notice($0) }.keys
+        let keys = try DataFiles.loadKeys(KeyStore(dataDirectory: dataDirectory)) { logger.notice($0) }.keys
         let databasePath = FileIO.join(dataDirectory, "bridge.sqlite3")
         let consoleToken = try checkConsoleToken(config: config, dataDirectory: dataDirectory)
         let fleet = try Self.fleetSettings(config, dataDirectory: dataDirectory)
@@ -139,7 +139,7 @@ struct BridgeRuntime: Sendable {
                 // before a Schnorr check, and counted by relay and reason (`stale` / `future`).
                 configuration: .init(
                     authKey: nil, freshnessWindow: EventRules.Limits.maxEventAgeSeconds, jitterUnit: { Double.random(in: 0..<1) }),
-                webSocket: .init(caFile: config.relayCAFile, userAgent: "bitchat-bridge/\(BridgeCommandLine.version)"),
+                webSocket: .init(caFile: config.relayCAFile, userAgent: "bitchat-bridge/\(BridgeVersion.string)"),
                 logger: logger.child("relays"), unixNow: { Int64(WallClock.nowSeconds()) })
         } catch {
             throw .failure("relays: \(error)")
@@ -416,7 +416,7 @@ struct BridgeRuntime: Sendable {
     static func relayURLs(_ config: BridgeConfiguration) throws(CommandExit) -> [String] {
         var urls = config.relays
         if config.relayDirectory {
-            let (directory, _) = try RelaysCommand.loadDirectory(option: config.relayFile)
+            let (directory, _) = try DataFiles.loadRelayDirectory(option: config.relayFile, setting: "relay_file (BRIDGE_RELAY_FILE)")
             let places = RelayDirectory.bridgePlaces(
                 channel: config.geohash, gateway: config.gateway, rendezvousCell: config.rendezvous ? config.rendezvousCell : nil)
             // Both apps' nearest relays for each place (iOS ∪ Android, NOSTR-GEO §3.5).
@@ -495,7 +495,7 @@ struct BridgeRuntime: Sendable {
     /// SIGHUP reloads the operator's policy lists (`policy.json`) and the relay list (``reloadRelays()``);
     /// every other setting needs a restart (documented in the README). Returns the exit code: 0 after a
     /// requested stop, 1 when a service ended on its own or failed to start (logged by the group).
-    func runUntilStopped() async -> Int32 {
+    public func runUntilStopped() async -> Int32 {
         let group = ServiceGroup(services(), logger: logger)
         let stopWatch = StopWatch()
         let signals = SignalHandler(ProcessSignal.termination) { [logger] signal in
@@ -531,7 +531,7 @@ struct BridgeRuntime: Sendable {
     func reloadRelays() {
         let urls: [String]
         do {
-            let config = try RunCommand.loadConfiguration(path: configPath)
+            let config = try DataFiles.loadConfiguration(path: configPath)
             urls = try Self.relayURLs(config)
         } catch {
             let message: String

@@ -1,4 +1,4 @@
-import BotSupport
+public import BotSupport
 import Dispatch
 import Synchronization
 
@@ -11,7 +11,7 @@ import Glibc
 /// connection closes. The accept loop and each connection run on their own threads (blocking calls stay off
 /// the cooperative pool); the handler runs in a task owned by ``requests``, awaited by the connection's thread
 /// until its deadline, cancelled past it, and cancelled and awaited at ``stop()``.
-final class ControlSocket: Sendable {
+public final class ControlSocket: Sendable {
     enum Limits {
         /// A request is one short notice (512 bytes of text on the wire) plus its options: 64 KiB is generous,
         /// and bounds what one client can make the bridge buffer.
@@ -194,11 +194,11 @@ final class ControlSocket: Sendable {
     }
 
     /// Why a request to a running bridge got no answer.
-    enum RequestError: Error, CustomStringConvertible {
+    public enum RequestError: Error, CustomStringConvertible {
         case noBridge(String)
         case failed(String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .noBridge(let detail): "no bridge is running (\(detail))"
             case .failed(let detail): detail
@@ -208,7 +208,7 @@ final class ControlSocket: Sendable {
 
     /// One request to the bridge running on `dataDirectory` (its `control.sock`); the answer, or why there is
     /// none (`ok:false` answers carry their error).
-    static func request(_ request: JSONValue, dataDirectory: String) throws(RequestError) -> JSONValue {
+    public static func request(_ request: JSONValue, dataDirectory: String) throws(RequestError) -> JSONValue {
         let path = FileIO.join(dataDirectory, "control.sock")
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -247,7 +247,7 @@ final class ControlSocket: Sendable {
 
     /// Tells the bridge running on `dataDirectory`, if any, that this process changed its stores (the CLI's
     /// `identities` edits): it reads the block list and pins again at once. No bridge running: nothing to tell.
-    static func notifyStoresChanged(dataDirectory: String) {
+    public static func notifyStoresChanged(dataDirectory: String) {
         _ = try? request(.object([("op", .string("stores.changed"))]), dataDirectory: dataDirectory)
     }
 

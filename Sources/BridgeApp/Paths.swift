@@ -5,10 +5,10 @@ import Glibc
 #endif
 
 /// Where the bridge keeps and finds its files.
-enum Paths {
+public enum Paths {
     /// The data directory: `--data-dir`, else `$BRIDGE_DATA_DIR` (Docker sets `/data`), else
     /// `$XDG_DATA_HOME/bitchat-bridge`, else `~/.local/share/bitchat-bridge`.
-    static func dataDirectory(option: String?) -> String {
+    public static func dataDirectory(option: String?) -> String {
         if let option, !option.isEmpty { return option }
         if let env = ProcessEnvironment.value("BRIDGE_DATA_DIR"), !env.isEmpty { return env }
         if let xdg = ProcessEnvironment.value("XDG_DATA_HOME"), !xdg.isEmpty { return xdg + "/bitchat-bridge" }
@@ -18,7 +18,7 @@ enum Paths {
 
     /// Candidate locations of `relays.json`, in the order they are tried: `--directory`, `$BRIDGE_RELAY_FILE`,
     /// `./relays.json`, next to the executable, `<prefix>/share/bitchat-bridge/`, `/usr/share/bitchat-bridge/`.
-    static func relayDirectoryCandidates(option: String?) -> [String] {
+    public static func relayDirectoryCandidates(option: String?) -> [String] {
         if let option { return [option] }
         if let env = ProcessEnvironment.value("BRIDGE_RELAY_FILE"), !env.isEmpty { return [env] }
         var candidates = ["relays.json"]
@@ -31,7 +31,7 @@ enum Paths {
         return candidates
     }
 
-    static func executablePath() -> String? {
+    public static func executablePath() -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
