@@ -94,11 +94,12 @@ public actor BridgeCoordinator {
     /// Runs until ``shutdown()`` (or cancellation): reads what the stores hold, then consumes `relayInputs` and
     /// the mesh node's actions and fires the machine's deadlines. Inputs ending earlier (the relay pool stopped,
     /// the mesh link gone) stop nothing.
-    public func run(relayInputs: AsyncStream<BridgeRelayInput>) async {
+    public func run<Inputs: AsyncSequence & Sendable>(relayInputs: Inputs) async where Inputs.Element == BridgeRelayInput {
         perform(machine.start(store.restore(fleet: machine.configuration.fleet != nil), now: seconds(time.nowMs())))
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await input in relayInputs { await self.handle(input) }
+                var inputs = relayInputs.makeAsyncIterator()
+                while let input = try? await inputs.next() { await self.handle(input) }
                 return false
             }
             group.addTask { [mesh] in

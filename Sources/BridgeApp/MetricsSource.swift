@@ -15,14 +15,12 @@ struct MetricsSource: Sendable {
     let node: MeshNode
     let transport: any MeshTransport
     let coordinator: BridgeCoordinator
-    let intake: RelayIntake
     let startedAt: ContinuousClock.Instant
 
     func gather() async -> BridgeMetrics {
         var metrics = BridgeMetrics()
         metrics.add(await coordinator.snapshot())
-        BridgeRuntime.addRelays(pool.snapshot(), to: &metrics)
-        metrics.queueDrops[.relayIntake] = intake.dropped
+        Self.addRelays(pool.snapshot(), to: &metrics)
         metrics.queueDrops[.relayEvents] = pool.droppedEvents
         metrics.mesh = await node.counters
         metrics.meshNode = await node.driverCounters
@@ -32,17 +30,7 @@ struct MetricsSource: Sendable {
     }
 }
 
-extension BridgeRuntime {
-    /// Samples the figures for the console's charts every ``Limits/chartSample`` until cancelled (only with the
-    /// console on: the charts are history, so something must look while nobody does; `/metrics` itself is
-    /// computed per scrape).
-    func sampleCharts() async {
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: Limits.chartSample) } catch { return }
-            charts.record(await metricsSource.gather(), at: WallClock.nowSeconds())
-        }
-    }
-
+extension MetricsSource {
     /// The relay side of the metrics, from one snapshot of the pool (every relay read under one lock).
     static func addRelays(_ snapshot: RelayPoolSnapshot, to metrics: inout BridgeMetrics) {
         for relay in snapshot.relays {

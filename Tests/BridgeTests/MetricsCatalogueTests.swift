@@ -150,7 +150,7 @@ struct MetricsCatalogueTests {
             #expect(s.value("bridge_queue_dropped_total", labels: [L("queue", queue.rawValue)]) == Double(index + 10))
         }
         #expect(s.family("bridge_queue_dropped_total")?.samples.count == BridgeMetrics.Queue.allCases.count)
-        #expect(BridgeMetrics.Queue.relayIntake.label == "relay_intake" && BridgeMetrics.Queue.uplinkStore.label == "uplink_store")
+        #expect(BridgeMetrics.Queue.relayEvents.label == "relay_events" && BridgeMetrics.Queue.uplinkStore.label == "uplink_store")
         for (index, store) in BridgeMetrics.Store.allCases.enumerated() {
             #expect(s.value("bridge_store_failures_total", labels: [L("store", store.rawValue)]) == Double(index + 1))
         }

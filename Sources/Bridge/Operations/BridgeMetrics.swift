@@ -263,8 +263,6 @@ public struct BridgeMetrics: Sendable, Equatable {
         case uplinkStore = "uplink_store"
         /// The coordinator's ordered mesh submissions.
         case meshOutbox = "mesh_outbox"
-        /// The hand-over from the relay pool to the coordinator (``RelayIntake``).
-        case relayIntake = "relay_intake"
         /// The relay pool's event stream.
         case relayEvents = "relay_events"
         /// Events waiting in the relay pool to be published.

@@ -1,0 +1,152 @@
+import BotCrypto
+import BotSupport
+import Bridge
+import BridgeCore
+import Console
+import ModerationLog
+import Nostr
+import NostrRelay
+import WebSocketRuntime
+import MeshRuntime
+
+/// The operator's HTTP side for a configuration: `/healthz` and `/metrics` computed per request, the moderation
+/// console on the same listener, and the listener itself (`http_listen`). One builder of the composition root.
+struct RuntimeListener {
+    let status: StatusBoard
+    /// The listener thread's waits for the coordinator (`/healthz`, `/metrics`); stopped with the listener.
+    let statusWaits: AwaitedTasks
+    let server: LoopbackHTTPServer?
+    let console: ConsoleService?
+    let consoleStores: CoordinatorConsoleStores?
+    let charts: ConsoleCharts
+
+    enum Limits {
+        /// How long `/healthz` and `/metrics` wait for the coordinator before answering that it did not answer.
+        static let statusTimeout: Duration = .seconds(2)
+    }
+
+    /// The console token when it exists. A listener beyond loopback without it is refused before anything starts
+    /// (exit 64 naming `http_listen`): the console would otherwise serve the moderation log to the network.
+    static func consoleToken(_ config: BridgeConfiguration, dataDirectory: String) throws(CommandExit) -> String? {
+        let token: String?
+        do {
+            token = try ConsoleToken.load(dataDirectory: dataDirectory)
+        } catch {
+            throw .usage("http_listen: \(error)")
+        }
+        if config.httpListenBeyondLoopback, token == nil, let listen = config.httpListen {
+            throw .usage(
+                "http_listen '\(listen)' binds beyond loopback, which needs the console token: create it with "
+                    + "bitchat-bridge console-token (it goes to \(ConsoleToken.path(dataDirectory: dataDirectory)), mode 0600), "
+                    + "or listen on 127.0.0.1")
+        }
+        return token
+    }
+
+    /// `/healthz` from the transport's and the pool's own state (read under their locks), so a hub or a relay going
+    /// away shows at once, plus the coordinator's answer (its heartbeat); `/metrics` gathered as of the scrape. The
+    /// listener's thread waits at most ``Limits/statusTimeout`` for the coordinator.
+    static func status(_ source: MetricsSource) -> (StatusBoard, AwaitedTasks) {
+        let health = BridgeHealth(startedAt: source.startedAt)
+        let waits = AwaitedTasks()
+        let board = StatusBoard(live: LiveStatus(
+            health: { health.evaluate(MetricsSource.healthInputs(relays: source.pool.snapshot(), mesh: source.transport.status), now: .now) },
+            ownerAnswers: { waits.run(timeout: Limits.statusTimeout) { await source.coordinator.heartbeat() } != nil },
+            metrics: { waits.run(timeout: Limits.statusTimeout) { await source.gather().snapshot() } },
+            timeout: Limits.statusTimeout))
+        return (board, waits)
+    }
+
+    static func build(
+        _ config: BridgeConfiguration, stores: RuntimeStores, source: MetricsSource, feed: ConsoleFeed, token: String?,
+        fleetChange: (@Sendable (FleetChange) -> Void)?
+    ) throws(CommandExit) -> RuntimeListener {
+        let (status, statusWaits) = Self.status(source)
+        let charts = ConsoleCharts()
+        guard let listen = config.httpListen else {
+            return RuntimeListener(status: status, statusWaits: statusWaits, server: nil, console: nil, consoleStores: nil, charts: charts)
+        }
+        let coordinator = source.coordinator
+        let consoleStores: CoordinatorConsoleStores
+        do {
+            consoleStores = CoordinatorConsoleStores(coordinator: coordinator, stores: try ConsoleStores(
+                database: stores.database, identities: stores.identities, moderationLog: stores.moderationLog))
+        } catch {
+            throw .failure("console: database \(stores.databasePath): \(error)")
+        }
+        let console = ConsoleService(
+            settings: .init(token: token, readsNeedAuth: config.httpListenBeyondLoopback), stores: consoleStores,
+            dependencies: .init(
+                now: { WallClock.nowSeconds() }, random: { SecureRandom.bytes($0) },
+                fallback: { method, path in status.response(method: method, path: path) }, feed: feed,
+                setShadowMode: { on in coordinator.submit(OperatorInput.setShadowMode(on)) }, shadowAtStart: config.shadow,
+                setDenylist: { list in coordinator.submit(OperatorInput.setDenylist(list)) },
+                denylistPath: stores.denylistPath, denylistAtStart: stores.denylist,
+                setSpamLimits: { spam in coordinator.submit(OperatorInput.setSpamLimits(spam)) },
+                spamAtStart: stores.spamConfig, fleetChange: fleetChange,
+                release: { id in
+                    switch await coordinator.release(messageID: id) {
+                    case .success: nil
+                    case .failure(let error): error.description
+                    }
+                }, charts: charts))
+        let server: LoopbackHTTPServer
+        do {
+            let (host, port) = try LoopbackHTTPServer.parseListen(listen)
+            var settings = LoopbackHTTPServer.Settings()
+            settings.bindBeyondLoopback = config.httpListenBeyondLoopback && token != nil
+            server = LoopbackHTTPServer(host: host, port: port, settings: settings) { request in console.handle(request) }
+            try server.start()
+        } catch {
+            throw .failure("health/metrics listener \(listen): \(error)")
+        }
+        return RuntimeListener(
+            status: status, statusWaits: statusWaits, server: server, console: console, consoleStores: consoleStores, charts: charts)
+    }
+
+    /// The listener's part of the stop: no request waits on the coordinator past it.
+    func stop() async {
+        server?.stop()
+        await statusWaits.stop()
+        await console?.stop()
+        await consoleStores?.stop()
+    }
+}
+
+/// The console's stores on the bridge's one connection, each call run on the coordinator (that connection's one
+/// user) and awaited from the listener's thread for at most ``Limits/wait``; the block list is reloaded after a
+/// change (``BridgeCoordinator/operatorStoreWork(reloadingBlocks:_:)``).
+final class CoordinatorConsoleStores: ConsoleStoreAccess {
+    enum Limits {
+        /// Longest wait for the coordinator: one actor hop between two of its inputs, well under a browser's
+        /// patience; past it the console answers 500 and the work is cancelled before it starts.
+        static let wait: Duration = .seconds(2)
+    }
+
+    let coordinator: BridgeCoordinator
+    let stores: ConsoleStores
+    private let waits = AwaitedTasks()
+
+    init(coordinator: BridgeCoordinator, stores: ConsoleStores) {
+        self.coordinator = coordinator
+        self.stores = stores
+    }
+
+    func withStores<T: Sendable>(changesBlocks: Bool, _ body: @escaping @Sendable (ConsoleStores) -> T) -> T? {
+        waits.run(timeout: Limits.wait) { [coordinator, stores] in
+            await coordinator.operatorStoreWork(reloadingBlocks: changesBlocks) { body(stores) }
+        } ?? nil
+    }
+
+    /// Part of the listener's stop: no store work outlives it (the database closes after every service).
+    func stop() async { await waits.stop() }
+}
+
+/// The live relay pool as the coordinator's publishing side.
+struct PoolClient: BridgeRelayClient {
+    let pool: RelayPool
+
+    func publish(_ event: NostrEvent) { pool.publish(event) }
+
+    func setPriorityAuthors(_ authors: Set<String>) { pool.setPriorityAuthors(authors) }
+}
