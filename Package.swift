@@ -104,6 +104,14 @@ let package = Package(
         .target(name: "BotProcess"),
         // Test doubles and process helpers shared by test targets (not a product).
         .target(name: "BridgeTestSupport", dependencies: ["BotProcess", "BotSupport"]),
+        // The in-process test world: a manual clock, radio segments, loopback NIP-01 relays reached through the real
+        // relay pool, bridges built by the composition root `run` uses, phones (not a product).
+        .target(
+            name: "BridgeTesting",
+            dependencies: [
+                "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime", "MeshSync", "Nostr",
+            ]
+        ),
 
         .testTarget(name: "BotSupportTests", dependencies: ["BotSupport"]),
         .testTarget(name: "BotStorageTests", dependencies: ["BotStorage", "BotProcess"]),
@@ -148,6 +156,14 @@ let package = Package(
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(
             name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "BridgeCore", "Nostr", "WebSocketRuntime"]
+        ),
+        // Scenarios in the in-process world (relays, segments, bridges, phones; time advanced without sleeping).
+        .testTarget(
+            name: "BridgeWorldTests",
+            dependencies: [
+                "BridgeTesting", "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime",
+                "MeshSync", "Nostr", "Identity", "Moderation", "SpamFilter",
+            ]
         ),
         .testTarget(
             name: "BridgeEndToEndTests",

@@ -54,3 +54,17 @@ public enum SHA256 {
         }
     }
 }
+
+/// SHA-1, for the one place a protocol still asks for it: the WebSocket handshake's `Sec-WebSocket-Accept`
+/// (RFC 6455 §4.2.2). Never for anything that must resist collisions.
+public enum SHA1 {
+    public static let byteCount = 20
+
+    /// The 20-byte digest of `bytes`.
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: byteCount)
+        var length: UInt32 = 0
+        bytes.withUnsafeBufferPointer { _ = EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha1(), nil) }
+        return digest
+    }
+}

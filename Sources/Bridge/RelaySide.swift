@@ -1,4 +1,3 @@
-public import BridgeCore
 public import Nostr
 
 /// What the bridge needs from the relay side (the executable adapts the live relay pool to it), so this

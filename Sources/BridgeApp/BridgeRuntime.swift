@@ -1,7 +1,7 @@
 import BitchatWire
 public import BotSupport
 public import Bridge
-import BridgeCore
+public import BridgeCore
 import Console
 import Identity
 import IdentityCache
@@ -28,11 +28,17 @@ public struct BridgeHost: Sendable {
     public var transport: (any MeshTransport)?
     /// Seeds the downlink holds, the presence intervals and the mesh node's jitter; nil = the system's secure random.
     public var seedValue: UInt64?
+    /// Told every verdict and crossing, as the console's live view is (the test world's eyes); must not block.
+    public var observer: (@Sendable (BridgeActivity) -> Void)?
 
-    public init(time: any TimeSource = SystemTime(), transport: (any MeshTransport)? = nil, seed: UInt64? = nil) {
+    public init(
+        time: any TimeSource = SystemTime(), transport: (any MeshTransport)? = nil, seed: UInt64? = nil,
+        observer: (@Sendable (BridgeActivity) -> Void)? = nil
+    ) {
         self.time = time
         self.transport = transport
         self.seedValue = seed
+        self.observer = observer
     }
 
     /// The process: system time, the configured transport, secure random seeds.
@@ -81,7 +87,13 @@ public struct BridgeRuntime: Sendable {
         // The console's live view: every verdict and crossing, fed by the coordinator.
         let feed = ConsoleFeed()
         var activity: (@Sendable (BridgeActivity) -> Void)?
-        if config.httpListen != nil { activity = { item in feed.publish(item.jsonValue) } }
+        let console = config.httpListen != nil
+        if console || host.observer != nil {
+            activity = { [observer = host.observer] item in
+                if console { feed.publish(item.jsonValue) }
+                observer?(item)
+            }
+        }
         let (core, machine) = try RuntimeCore.build(config, stores: stores, host: host, liveView: activity != nil)
         let pool = try RuntimeRelays.pool(config, fleet: stores.fleet, host: host, logger: logger)
         let (node, transport) = try RuntimeMesh.node(config, keys: stores.keys, host: host, logger: logger)

@@ -1,0 +1,101 @@
+public import BitchatWire
+import BotCrypto
+public import BotSupport
+public import Bridge
+public import BridgeApp
+public import BridgeCore
+import Mesh
+import MeshRuntime
+import Nostr
+import Synchronization
+
+/// A bridge of the in-process world, built and run as `bitchat-bridge run` builds and runs one
+/// (``BridgeRuntime/start(config:logger:configPath:host:)``, ``BridgeRuntime/launch()``), on the site's clock and
+/// segments. What it did is kept for the test: every verdict and crossing (``activity``), every log line (``log``).
+public final class TestBridge: @unchecked Sendable {
+    public let name: String
+    public let environment: [String: String]
+    public let activity = Recorder<BridgeActivity>()
+    public let log = RecordingLogSink()
+    let segments: [Segment]
+    let relays: [LoopbackRelay]
+    let site: Site
+    private let state = Mutex<(runtime: BridgeRuntime?, running: RunningBridge?)>((nil, nil))
+
+    init(name: String, environment: [String: String], segments: [Segment], relays: [LoopbackRelay], site: Site) throws {
+        self.name = name
+        self.environment = environment
+        self.segments = segments
+        self.relays = relays
+        self.site = site
+    }
+
+    public var dataDirectory: String { environment["BRIDGE_DATA_DIR"] ?? "" }
+
+    /// The running bridge's parts (it must be running).
+    public var runtime: BridgeRuntime { state.withLock { $0.runtime }! }
+    public var coordinator: BridgeCoordinator { runtime.coordinator }
+    public var peerID: MeshPeerID { get async { await runtime.node.identity.peerID } }
+
+    /// Builds and launches the bridge; returns once every relay has its subscriptions.
+    func start() async throws {
+        let config = try BridgeConfiguration.resolve(fileText: nil, filePath: "config", environment: environment)
+        let host = BridgeHost(
+            time: site.time, transport: SegmentTransport(segments), seed: site.nextSeed(),
+            observer: { [activity] item in activity.append(item) })
+        let runtime: BridgeRuntime
+        do {
+            runtime = try BridgeRuntime.start(config: config, logger: Logger(label: name, level: .debug, sink: log), configPath: nil, host: host)
+        } catch {
+            throw WorldError.start(name, "\(error)")
+        }
+        let before = relays.map { $0.subscriptions.all.count }
+        let running = runtime.launch()
+        state.withLock { $0 = (runtime, running) }
+        for (relay, count) in zip(relays, before) where await relay.subscription(after: count, within: 30) == nil {
+            throw WorldError.start(name, "\(relay.url) never got a subscription")
+        }
+    }
+
+    /// Stops the bridge as a SIGTERM does (intake stops, held uplinks go to the store, the leave goes out, the
+    /// database is checkpointed).
+    public func stop() async {
+        let running = state.withLock { state in
+            defer { state.running = nil }
+            return state.running
+        }
+        await running?.stop()
+    }
+
+    /// Stops the bridge gracefully and starts it again on the same data directory.
+    public func restart() async throws {
+        await stop()
+        try await start()
+    }
+
+    public func snapshot() async -> BridgeCoordinator.Snapshot { await coordinator.snapshot() }
+
+    /// Waits for the verdict the bridge gave `messageID` (the event id hex, or the mesh stable ID).
+    @discardableResult
+    public func verdict(on messageID: String, within seconds: Double = 20) async -> BridgeActivity? {
+        await activity.first(within: seconds) { item in
+            item.messageID == messageID && [.passed, .hidden, .wouldHide].contains(item.kind)
+        }
+    }
+
+    /// Waits for a log line `message`.
+    @discardableResult
+    public func logLine(_ message: String, within seconds: Double = 20, where match: @escaping @Sendable (LogRecord) -> Bool = { _ in true }) async -> LogRecord? {
+        await log.lines.first(within: seconds) { $0.message == message && match($0) }
+    }
+}
+
+public enum WorldError: Error, CustomStringConvertible {
+    case start(String, String)
+
+    public var description: String {
+        switch self {
+        case .start(let name, let detail): "bridge \(name) did not start: \(detail)"
+        }
+    }
+}

@@ -1,0 +1,138 @@
+public import BitchatWire
+public import BotCrypto
+import BotSupport
+public import Mesh
+public import MeshRuntime
+import MeshSync
+public import Nostr
+
+/// A phone on the world's radio segments: a mesh peer engine on the site's manual clock, with what it heard kept in
+/// ``heard``. It behaves as the apps do where a scenario depends on it, each rule named where it is set:
+/// - announce cadence 15 s ± 4 s and a 60 s peer timeout (iOS `TransportConfig`, MESH-WIRE §4.7; the engine's
+///   defaults), an announce at once on a new link;
+/// - it relays as iOS does (no relay gate: only the bridge judges before relaying, SPAM-FILTER §1);
+/// - with ``App/iPhoneWithBoard``, gossip sync and the board as iOS (BOARD.md §8–§9: REQUEST_SYNC rounds, RSR taken);
+/// - an iPhone shows a `fromGateway` carrier only on the channel level it views (NOSTR-GEO §9, `GatewayService`) and
+///   an Android phone shows no carrier at all (main has no type 0x28, `BinaryProtocol.kt`): see ``shows(_:viewing:)``.
+public final class TestPhone: Sendable {
+    public enum App: Sendable {
+        /// iOS without gossip sync.
+        case iPhone
+        /// iOS with gossip sync and the board.
+        case iPhoneWithBoard
+        /// Android main.
+        case android
+    }
+
+    public let name: String
+    public let app: App
+    public let node: MeshNode
+    public let noiseKey: X25519PrivateKey
+    public let signingKey: Ed25519PrivateKey
+    /// Every action the phone's engine reported, in order.
+    public let heard = Recorder<MeshAction>()
+    let transport: SegmentTransport
+    let time: any TimeSource
+    private let running: Task<Void, Never>
+
+    public var id: MeshPeerID { MeshPeerID(noisePublicKey: noiseKey.publicKey) }
+
+    init(name: String, app: App, segments: [Segment], time: any TimeSource, seed: UInt64,
+         noiseKey: X25519PrivateKey = .generate(), signingKey: Ed25519PrivateKey = .generate()) {
+        self.name = name
+        self.app = app
+        self.noiseKey = noiseKey
+        self.signingKey = signingKey
+        self.time = time
+        transport = SegmentTransport(segments)
+        var configuration = MeshPeerEngine.Configuration()
+        if app == .iPhoneWithBoard { configuration.sync = SyncRequester.Configuration() }
+        let identity = MeshIdentity(noisePublicKey: noiseKey.publicKey, signingKey: signingKey, nickname: name, capabilities: nil)
+        let node = MeshNode(engine: MeshPeerEngine(identity: identity, configuration: configuration), transport: transport, clock: time, seed: seed)
+        self.node = node
+        let heard = heard
+        running = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await node.run() }
+                group.addTask { for await action in node.actions { heard.append(action) } }
+            }
+        }
+    }
+
+    /// Leaves the air: its links go down; the node ends.
+    public func leave() async {
+        transport.close()
+        await running.value
+    }
+
+    /// Says `text` in the public chat (a signed broadcast message).
+    @discardableResult
+    public func say(_ text: String) async -> UInt64 { await node.submit(.sendPublicMessage(text)) }
+
+    /// Whether the phone has verified `peer`'s announce (waits for it, bounded).
+    public func knows(_ peer: MeshPeerID, within seconds: Double = 20) async -> Bool {
+        if await node.peers[peer] != nil { return true }
+        return await heard.first(within: seconds) { if case .peerVerified(let p) = $0 { p.id == peer } else { false } } != nil
+    }
+
+    /// What a mesh-only phone does with no internet (NOSTR-GEO §8.1, §9): a chat event signed by its key for
+    /// `geohash` (mined to 8 bits, as iOS mines chat), carried `toGateway` (or `toBridge` for a rendezvous `cell`)
+    /// in a packet signed by the phone and directed to `bridge`. Returns the event.
+    @discardableResult
+    public func deposit(
+        _ text: String, geohash: String, to bridge: MeshPeerID, rendezvous: Bool = false, nostrSeed: [UInt8] = SecureRandom.bytes(32)
+    ) async throws -> NostrEvent {
+        let label = rendezvous ? NostrKeyDerivation.rendezvousLabel(cell: geohash) : NostrKeyDerivation.channelLabel(geohash: geohash)
+        let key = try NostrKeyDerivation.secretKey(seed: nostrSeed, label: label)
+        var tags = [[rendezvous ? "r" : "g", geohash], ["n", name]]
+        if rendezvous {
+            let timestamp = await node.submit(.sendPublicMessage(text))
+            tags.append(["m", MeshMessageIdentity.stableID(senderHex: id.hex, timestampMs: timestamp, content: text), id.hex, String(timestamp)])
+        }
+        let now = Int64(time.nowMs() / 1000)
+        var unsigned = UnsignedEvent(pubkey: key.publicKey, createdAt: now, kind: NostrKind.ephemeralChat, tags: tags, content: text)
+        if !rendezvous { unsigned = try NostrPoW.mine(unsigned, target: 8).event }
+        let event = try unsigned.signed(with: key)
+        let payload = try NostrCarrierPayload(
+            direction: rendezvous ? .toBridge : .toGateway, geohash: geohash, eventJSON: event.jsonBytes).encode()
+        await node.submit(.originate(MeshPacket(type: .nostrCarrier, timestamp: 0, sender: id, recipient: bridge, payload: payload), sign: true))
+        return event
+    }
+
+    /// The carriers the phone heard for `eventID`.
+    public func carriers(of eventID: EventID) -> [MeshCarrier] {
+        heard.all.compactMap { action -> MeshCarrier? in
+            guard case .carrier(let carrier) = action, Self.eventID(of: carrier) == eventID else { return nil }
+            return carrier
+        }
+    }
+
+    /// Waits for a carrier of `eventID` (bounded).
+    @discardableResult
+    public func carrier(of eventID: EventID, within seconds: Double = 20) async -> MeshCarrier? {
+        guard case .carrier(let carrier)? = await heard.first(within: seconds, where: { action in
+            if case .carrier(let carrier) = action { return Self.eventID(of: carrier) == eventID }
+            return false
+        }) else { return nil }
+        return carrier
+    }
+
+    /// The public messages the phone heard with `text`.
+    public func messages(_ text: String) -> [MeshPublicMessage] {
+        heard.all.compactMap { if case .publicMessage(let m) = $0, m.text == text { m } else { nil } }
+    }
+
+    /// Whether this phone's app shows `carrier` to its user when viewing the channel `level`: an iPhone shows a
+    /// `fromGateway` carrier only on the level it views and every `fromBridge` one; Android main shows none.
+    public func shows(_ carrier: MeshCarrier, viewing level: String) -> Bool {
+        switch app {
+        case .android: false
+        case .iPhone, .iPhoneWithBoard:
+            carrier.payload.direction == .fromBridge || (carrier.payload.direction == .fromGateway && carrier.payload.geohash == level)
+        }
+    }
+
+    static func eventID(of carrier: MeshCarrier) -> EventID? {
+        (try? UnverifiedEvent(json: String(decoding: carrier.payload.eventJSON, as: UTF8.self)))?.claimedID
+    }
+}
