@@ -219,6 +219,7 @@ public actor BridgeCoordinator {
         for action in actions {
             switch action {
             case .remember(let id, let role): store.remember(id, as: role)
+            case .rememberAll(let ids, let role): store.remember(ids, as: role)
             case .keepUplink(let event): store.keepUntilAcknowledged(event)
             case .publish(let event): relays.publish(event)
             case .mesh(let input): store.enqueue(input)

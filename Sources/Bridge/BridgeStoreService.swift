@@ -142,6 +142,14 @@ public final class BridgeStoreService: @unchecked Sendable {
         }
     }
 
+    func remember(_ ids: [EventID], as role: RememberedRole) {
+        do {
+            try stores.recent.record(ids.map(\.bytes), as: role)
+        } catch {
+            failed(\.failedPersists, "cannot record what the island already has; a relay's replay after a restart may be carried again", error, id: nil)
+        }
+    }
+
     /// Writes `event` to the uplink store before it goes to the pool; deleted again at the first `OK true`.
     func keepUntilAcknowledged(_ event: NostrEvent) {
         guard let uplinks = stores.uplinks else { return }

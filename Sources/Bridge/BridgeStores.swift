@@ -33,6 +33,8 @@ extension IdentityStoreError: StoreFailure {
 /// Event ids the bridge published or broadcast (``RecentEventStore``): written before the forward.
 public protocol RecentEventRecording: AnyObject {
     func record(_ id: [UInt8], as role: RememberedRole) throws(SQLiteError)
+    /// Many at once, in one transaction.
+    func record(_ ids: [[UInt8]], as role: RememberedRole) throws(SQLiteError)
 }
 
 /// Uplinks no relay has acknowledged yet (``UplinkStore``).

@@ -219,6 +219,16 @@ public struct BridgeRuntime: Sendable {
         return 1
     }
 
+    /// What `/metrics` would answer now (the same figures, rendered the same way), without the HTTP listener.
+    public func metricsText() async -> String { PrometheusText.render(await metricsSource.gather().snapshot()) }
+
+    /// What `/healthz` would report now, without the HTTP listener (the coordinator answered: it was asked here).
+    public func health() async -> HealthReport {
+        await coordinator.heartbeat()
+        return BridgeHealth(startedAt: metricsSource.startedAt).evaluate(
+            MetricsSource.healthInputs(relays: pool.snapshot(), mesh: transport.status), now: .now)
+    }
+
     /// Runs the bridge in this process (an in-process test world): the services start now; ``RunningBridge/stop()``
     /// stops them as a SIGTERM would and checkpoints the database.
     public func launch() -> RunningBridge {

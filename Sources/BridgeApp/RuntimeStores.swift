@@ -31,7 +31,7 @@ struct RuntimeStores: @unchecked Sendable {
     let moderationLog: ModerationLog
     let stores: BridgeStores
     /// The event ids an earlier run published and broadcast (a restart forwards nothing twice).
-    let remembered: (published: [EventID], rebroadcast: [EventID])
+    let remembered: RememberedEvents
     let spamConfig: SpamFilterConfig
     let modlogConfig: ModerationLogConfig
     /// The console's denylist, kept across restarts (`denylist.json`).
@@ -65,10 +65,10 @@ struct RuntimeStores: @unchecked Sendable {
                 boardLedger: config.gateway ? try BoardNostrLedger(database: database) : nil,
                 fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
             let limit = RecentEventStore.Limits.maxRows
-            let remembered = (
-                try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),
-                try recent.load(.rebroadcast, limit: limit).compactMap(EventID.init(bytes:))
-            )
+            let remembered = RememberedEvents(
+                published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),
+                rebroadcast: try recent.load(.rebroadcast, limit: limit).compactMap(EventID.init(bytes:)),
+                learned: try recent.load(.learned, limit: limit).compactMap(EventID.init(bytes:)))
             let opened = RuntimeStores(
                 dataDirectory: dataDirectory, keys: keys, database: database, identities: identities, moderationLog: moderationLog,
                 stores: stores, remembered: remembered, spamConfig: spamConfig, modlogConfig: modlogConfig,

@@ -65,6 +65,8 @@ extension BridgeRouter {
             MeshMessageIdentity.stableID(senderHex: $0.senderHex, timestampMs: $0.timestampMs, content: event.content)
         }
         guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: stableID) else {
+            // The island has the radio copy: the event is learned (rule 1 from now on, also after a restart).
+            if let stableID, loop.heardRadioCopy(stableID) { loop.recordLearnedFromMesh(event.id) }
             counters.relayDrops.add(.loop)
             return []
         }

@@ -251,7 +251,7 @@ public struct BridgeRouter {
     ///   - clockOrigin: any monotonic instant; the carried-event verification budget measures from it.
     public init(
         settings: Settings, ownKeys: Set<XOnlyPublicKey>, rendezvousKey: SchnorrSecretKey?,
-        remembered: (published: [EventID], rebroadcast: [EventID]) = ([], []),
+        remembered: RememberedEvents = RememberedEvents(),
         channelKey: SchnorrSecretKey? = nil, presenceSeed: UInt64 = 0, judge: BridgeJudge = .passAll,
         clockOrigin: ContinuousClock.Instant
     ) {
@@ -262,6 +262,7 @@ public struct BridgeRouter {
         loop = LoopGuard(ownKeys: ownKeys)
         for id in remembered.published { loop.recordPublished(id) }
         for id in remembered.rebroadcast { loop.recordRebroadcast(id) }
+        for id in remembered.learned { loop.recordLearnedFromMesh(id) }
         downlinks = AirtimeScheduler(settings: limits.airtime)
         downlinks.setPacing(limits.mirrorPacing, lane: .mirror)
         served = Set(settings.servedChannels.map(\.string))
@@ -276,6 +277,10 @@ public struct BridgeRouter {
         presenceRandom = SeededRandom(seed: presenceSeed)
         ring = Set(settings.rendezvousCell?.ring.map(\.string) ?? [])
     }
+
+    /// The events this island already has from elsewhere (another bridge's carrier, the radio copy of a deposit),
+    /// for the store at a graceful stop: a relay's replay to the restarted bridge is then not carried again.
+    public var learnedEventIDs: [EventID] { loop.learned }
 
     /// Replaces the block list (see ``BridgeJudge/setBlocked(_:)``).
     public mutating func setBlocked(_ keys: Set<IdentityKey>) { judge.setBlocked(keys) }

@@ -45,6 +45,8 @@ public final class LoopbackRelay: @unchecked Sendable {
     public let stored = Recorder<NostrEvent>()
     /// Every subscription clients opened, in order.
     public let subscriptions = Recorder<Subscription>()
+    /// Every valid event clients published, duplicates included: how often a bridge sent each.
+    public let published = Recorder<NostrEvent>()
 
     public let port: UInt16
     public var url: String { "ws://127.0.0.1:\(port)" }
@@ -285,6 +287,7 @@ public final class LoopbackRelay: @unchecked Sendable {
                 send(.array([.string("OK"), .string(id), .bool(false), .string("invalid: bad id or signature")]), to: client)
                 return
             }
+            published.append(event)
             let duplicate = !store(event, from: client, clients: clients)
             send(.array([.string("OK"), .string(event.id.hex), .bool(true), .string(duplicate ? "duplicate: held" : "")]), to: client)
         case "REQ" where items.count >= 3:

@@ -38,9 +38,10 @@ public final class Recorder<Item: Sendable>: Sendable {
 
     public func count(where match: (Item) -> Bool) -> Int { state.withLock { $0.items.filter(match).count } }
 
-    /// The first item matching `match` — already here, or the next to come within `seconds` of real time (a backstop
+    /// The first item matching `match` from the `after`-th on — already here, or the next to come within `seconds` of
+    /// real time (a backstop
     /// for a bug, never a schedule: a world driven by its manual clock answers in milliseconds); nil when none came.
-    public func first(within seconds: Double = 20, where match: @escaping @Sendable (Item) -> Bool) async -> Item? {
+    public func first(after: Int = 0, within seconds: Double = 20, where match: @escaping @Sendable (Item) -> Bool) async -> Item? {
         let id = state.withLock { state -> Int in
             state.next += 1
             return state.next
@@ -52,7 +53,7 @@ public final class Recorder<Item: Sendable>: Sendable {
         defer { backstop.cancel() }
         return await withCheckedContinuation { continuation in
             let held = state.withLock { state -> Item? in
-                if let item = state.items.first(where: match) { return item }
+                if after < state.items.count, let item = state.items[after...].first(where: match) { return item }
                 state.waiters.append(Waiter(id: id, match: match, continuation: continuation))
                 return nil
             }

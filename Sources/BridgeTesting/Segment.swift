@@ -110,6 +110,9 @@ public final class SegmentTransport: MeshTransport, Sendable {
         self.memberships = memberships
     }
 
+    /// The transport's links and their MTUs.
+    public var links: [(link: MeshLinkID, mtu: Int)] { memberships.map { ($0.link, $0.segment.mtu) } }
+
     public func send(_ frame: [UInt8], on link: MeshLinkID) {
         guard let membership = memberships.first(where: { $0.link == link }), membership.segment.send(frame, from: membership.member) else {
             events.countOutboundDrop(.linkDown, on: link)

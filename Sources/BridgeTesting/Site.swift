@@ -48,16 +48,17 @@ public final class Site: @unchecked Sendable {
 
     public func segment(mtu: Int = 512, loss: Double = 0) -> Segment { Segment(mtu: mtu, loss: loss, seed: nextSeed()) }
 
-    /// A phone on `segments`; its announce goes out at once.
+    /// A phone on `segments`: its announce has gone out on each when this returns.
     public func phone(
         _ name: String, on segments: [Segment], app: TestPhone.App = .iPhone,
         noiseKey: X25519PrivateKey = .generate(), signingKey: Ed25519PrivateKey = .generate()
-    ) -> TestPhone {
+    ) async -> TestPhone {
         // A moment passes between arrivals: announces sent in the same millisecond would be identical packets, so
         // an engine never answers one with another in the ms of its own (MeshPeerEngine's announce-back rule).
         time.advance(by: 1)
         let phone = TestPhone(
             name: name, app: app, segments: segments, time: time, seed: nextSeed(), noiseKey: noiseKey, signingKey: signingKey)
+        await phone.start()
         parts.withLock { $0.phones.append(phone) }
         return phone
     }

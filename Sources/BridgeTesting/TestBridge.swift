@@ -1,5 +1,5 @@
 public import BitchatWire
-import BotCrypto
+public import BotCrypto
 public import BotSupport
 public import Bridge
 public import BridgeApp
@@ -74,6 +74,12 @@ public final class TestBridge: @unchecked Sendable {
     }
 
     public func snapshot() async -> BridgeCoordinator.Snapshot { await coordinator.snapshot() }
+
+    /// The bridge's keys, from its key file.
+    public func keys() throws -> BridgeKeys { try KeyStore(dataDirectory: dataDirectory).loadOrCreate().keys }
+
+    /// The Nostr key the bridge signs `geohash`'s channel events with (presence, board copies).
+    public func channelKey(geohash: String = "u4pruy") throws -> SchnorrSecretKey { try keys().channelKey(geohash: geohash) }
 
     /// Waits for the verdict the bridge gave `messageID` (the event id hex, or the mesh stable ID).
     @discardableResult

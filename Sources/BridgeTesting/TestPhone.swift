@@ -5,11 +5,12 @@ public import Mesh
 public import MeshRuntime
 import MeshSync
 public import Nostr
+import Synchronization
 
 /// A phone on the world's radio segments: a mesh peer engine on the site's manual clock, with what it heard kept in
 /// ``heard``. It behaves as the apps do where a scenario depends on it, each rule named where it is set:
-/// - announce cadence 15 s ± 4 s and a 60 s peer timeout (iOS `TransportConfig`, MESH-WIRE §4.7; the engine's
-///   defaults), an announce at once on a new link;
+/// - an iPhone announces every 15 s ± 4 s and forgets a silent peer after 60 s (iOS `TransportConfig`, MESH-WIRE
+///   §4.7; the engine's defaults); an Android phone as set in ``App/android``; both announce at once on a new link;
 /// - it relays as iOS does (no relay gate: only the bridge judges before relaying, SPAM-FILTER §1);
 /// - with ``App/iPhoneWithBoard``, gossip sync and the board as iOS (BOARD.md §8–§9: REQUEST_SYNC rounds, RSR taken);
 /// - an iPhone shows a `fromGateway` carrier only on the channel level it views (NOSTR-GEO §9, `GatewayService`) and
@@ -33,7 +34,7 @@ public final class TestPhone: Sendable {
     public let heard = Recorder<MeshAction>()
     let transport: SegmentTransport
     let time: any TimeSource
-    private let running: Task<Void, Never>
+    private let running = Mutex<Task<Void, Never>?>(nil)
 
     public var id: MeshPeerID { MeshPeerID(noisePublicKey: noiseKey.publicKey) }
 
@@ -46,15 +47,34 @@ public final class TestPhone: Sendable {
         self.time = time
         transport = SegmentTransport(segments)
         var configuration = MeshPeerEngine.Configuration()
-        if app == .iPhoneWithBoard { configuration.sync = SyncRequester.Configuration() }
-        let identity = MeshIdentity(noisePublicKey: noiseKey.publicKey, signingKey: signingKey, nickname: name, capabilities: nil)
+        var capabilities: PeerCapabilities?
+        switch app {
+        case .iPhone: break
+        case .iPhoneWithBoard: configuration.sync = SyncRequester.Configuration()
+        case .android:
+            // Android main `09b481f1`: capabilities 0x0100 (private media) in its announces, an announce every 30 s
+            // (`PowerManager.kt`'s normal cadence; 300 s on a low battery), silent peers kept 180 s.
+            capabilities = [.privateMedia]
+            configuration.announceIntervalMs = 30_000
+            configuration.peerTimeoutMs = 180_000
+        }
+        let identity = MeshIdentity(noisePublicKey: noiseKey.publicKey, signingKey: signingKey, nickname: name, capabilities: capabilities)
         let node = MeshNode(engine: MeshPeerEngine(identity: identity, configuration: configuration), transport: transport, clock: time, seed: seed)
         self.node = node
-        let heard = heard
-        running = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await node.run() }
-                group.addTask { for await action in node.actions { heard.append(action) } }
+    }
+
+    /// Joins the air: the node takes its link-ups now (its announce goes out on each), so nothing said right after is
+    /// lost to a link it has not seen yet; the transport's own link-up events follow (a repeat changes nothing but
+    /// an announce), then it runs.
+    func start() async {
+        for (link, mtu) in transport.links { await node.submit(.linkUp(link, mtu: mtu)) }
+        let node = node, heard = heard
+        running.withLock { running in
+            running = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await node.run() }
+                    group.addTask { for await action in node.actions { heard.append(action) } }
+                }
             }
         }
     }
@@ -62,7 +82,7 @@ public final class TestPhone: Sendable {
     /// Leaves the air: its links go down; the node ends.
     public func leave() async {
         transport.close()
-        await running.value
+        await running.withLock { $0 }?.value
     }
 
     /// Says `text` in the public chat (a signed broadcast message).

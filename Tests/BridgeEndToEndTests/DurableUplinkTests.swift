@@ -52,66 +52,6 @@ extension World {
     }
 }
 
-/// Operations issue §3 (flush pending uplinks at stop) and §2 (relay states on `/metrics`), end to end.
-@Suite("Durable uplinks and relay metrics end to end", TestEnvironment.needsVenv, .serialized)
-struct DurableUplinkTests {
-    @Test("""
-        a deposit held while the relay is down survives SIGTERM and reaches the relay exactly once after the \
-        restart; /metrics shows the relay up, down, and its reconnect
-        """)
-    func depositSurvivesStop() async throws {
-        let world = World()
-        let http = LoopbackPort.free()
-        let extra = ["BRIDGE_HTTP_LISTEN": "127.0.0.1:\(http)"]
-        let (island, bridge, _) = try await world.startGateway("bridge", extra: extra)
-        let relay = world.relayURL
-        _ = try await scrapeMetrics(port: http) {
-            $0.contains("bridge_relay_up{relay=\"\(relay)\"} 1") && $0.contains("bridge_relay_state{relay=\"\(relay)\",state=\"open\"} 1")
-        }
-
-        // The relay goes away: the bridge holds the deposit (no relay to publish to).
-        world.relay?.stop(signal: SIGKILL)
-        _ = try await bridge.waitForLine(stderr: true, "relay lost") { $0.contains("relay disconnected") }
-        let held = try await world.deposit(island: island, text: "said while the relay was down")
-        let down = try await scrapeMetrics(port: http) { $0.contains("bridge_queue_depth{queue=\"uplink\"} 1") }
-        #expect(down.contains("bridge_relay_up{relay=\"\(relay)\"} 0"))
-        #expect(down.contains("bridge_relay_state{relay=\"\(relay)\",state=\"open\"} 0"))
-
-        // Graceful stop: the held deposit is flushed to the queue store.
-        kill(bridge.pid, SIGTERM)
-        #expect(try await bridge.waitForExit(timeout: .seconds(10)) == 0, "\(bridge.transcript)")
-        #expect(bridge.stderrLines.contains {
-            $0.contains("pending uplinks flushed to the queue store") && $0.contains("\"uplinks.held\":1")
-        }, "\(bridge.transcript)")
-        #expect(try pendingUplinks("\(world.directory)/bridge") == [held])
-
-        // Relay back, a raw subscriber on it, then the bridge restarts and replays.
-        try await world.startRelay()
-        let subscriber = try await world.startRawSubscriber()
-        let restarted = try await world.startBridge("bridge", island: island, extra: extra)
-        _ = try await restarted.waitForLine(stderr: true, "the replay") { $0.contains("replaying pending uplinks") && $0.contains(held) }
-        _ = try await subscriber.waitForLine("the held deposit reaches the relay") { $0.hasPrefix("[\"EVENT\"") && $0.contains(held) }
-        // A later deposit is the barrier: once it is on the relay, a repeat of the first would be too.
-        let barrier = try await world.deposit(island: island, text: "said after the restart")
-        _ = try await subscriber.waitForLine("the barrier reaches the relay") { $0.hasPrefix("[\"EVENT\"") && $0.contains(barrier) }
-        #expect(subscriber.stdoutLines.filter { $0.hasPrefix("[\"EVENT\"") && $0.contains(held) }.count == 1)
-
-        // The relay restarts under the running bridge: one reconnect, shown on /metrics.
-        world.relay?.stop(signal: SIGKILL)
-        _ = try await restarted.waitForLine(stderr: true, "relay lost again") { $0.contains("relay disconnected") }
-        try await world.startRelay()
-        _ = try await scrapeMetrics(port: http, timeout: .seconds(30)) {
-            $0.contains("bridge_relay_reconnects_total{relay=\"\(relay)\"} 1") && $0.contains("bridge_relay_up{relay=\"\(relay)\"} 1")
-        }
-
-        // Acknowledged: nothing is left to replay at the next start.
-        kill(restarted.pid, SIGTERM)
-        #expect(try await restarted.waitForExit(timeout: .seconds(10)) == 0)
-        #expect(restarted.stderrLines.contains { $0.contains("pending uplinks flushed") && $0.contains("\"uplinks.pending\":0") })
-        #expect(try pendingUplinks("\(world.directory)/bridge").isEmpty)
-    }
-}
-
 /// Operations issue §3: SIGHUP reloads the relay list, with two real relay processes.
 @Suite("Relay list reload end to end", TestEnvironment.needsVenv, .serialized)
 struct RelayReloadTests {

@@ -126,22 +126,4 @@ struct BridgeMeshSideTests {
         }
         #expect(shadow == !metrics.contains("outcome=\"withheld\""), "\(metrics)")
     }
-
-    @Test("the gateway sends channel presence (kind 20001, tags exactly [[g, geohash]], empty content) to the relay")
-    func channelPresence() async throws {
-        let world = World()
-        try await world.startRelay()
-        let island = try await world.startIsland()
-        let listener = try await world.startChannelListener()
-        _ = try await world.startBridge("gateway", island: island)
-        let line = try await listener.waitForLine("a presence from the gateway") { $0.contains("\"kind\":20001") }
-        let event = try #require(try JSONParser().parse(line)["event"])
-        #expect(event["tags"] == .array([.array([.string("g"), .string("u4pruy")])]))
-        #expect(event["content"] == .string(""))
-        // Signed with the gateway's channel key: the one `keys` derives for this geohash.
-        let keys = try world.spawn(["keys", "--json", "--data-dir", "\(world.directory)/gateway", "--geohash", "u4pruy"], name: "keys")
-        #expect(try await keys.waitForExit() == 0)
-        let channelKey = try JSONParser().parse(keys.stdoutLines.joined(separator: "\n"))["nostr"]?["channel"]?["pubkey"]
-        #expect(event["pubkey"] != nil && event["pubkey"] == channelKey, "\(keys.transcript)")
-    }
 }

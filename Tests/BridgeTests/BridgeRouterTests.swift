@@ -27,7 +27,7 @@ struct BridgeRouterTests {
         BridgeRouter(
             settings: .init(channel: try! GeohashCell("u4pruy"), rendezvousCell: try! GeohashCell("u4pruy"), mirrorDownlink: mirror),
             ownKeys: [own.publicKey, rendezvousKey.publicKey], rendezvousKey: rendezvousKey,
-            remembered: (remembered.0, remembered.1), judge: judge, clockOrigin: .now)
+            remembered: RememberedEvents(published: remembered.0, rebroadcast: remembered.1), judge: judge, clockOrigin: .now)
     }
 
     func event(_ key: SchnorrSecretKey, kind: Int = 20000, tags: [[String]], content: String = "hi", at: Double = now) -> NostrEvent {

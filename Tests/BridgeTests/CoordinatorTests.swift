@@ -51,6 +51,9 @@ struct CoordinatorTests {
             if let failWith { throw failWith }
             rows.append((id, role))
         }
+        func record(_ ids: [[UInt8]], as role: RecentEventStore.Role) throws(SQLiteError) {
+            for id in ids { try record(id, as: role) }
+        }
     }
 
     final class MemoryModerationLog: ModerationRecording {

@@ -10,8 +10,9 @@ public final class RecentEventStore {
     public typealias Role = RememberedRole
 
     public enum Limits {
-        /// Rows kept: well above what relays backfill (≤ 200 per subscription, 1 h / 15 min look-back).
-        public static let maxRows = 4096
+        /// Rows kept: well above what relays backfill (≤ 200 per subscription, 1 h / 15 min look-back), for the
+        /// three roles together.
+        public static let maxRows = 8192
     }
 
     static let component = "recent_events"
@@ -45,6 +46,21 @@ public final class RecentEventStore {
             insertsSincePrune = 0
             try prune.run([.integer(Int64(Limits.maxRows))])
         }
+    }
+
+    /// Records `ids` under `role` in one transaction (a graceful stop's batch).
+    public func record(_ ids: [[UInt8]], as role: Role) throws(SQLiteError) {
+        guard !ids.isEmpty else { return }
+        do {
+            try database.transaction {
+                for id in ids { try insert.run([.blob(id), .integer(role.rawValue)]) }
+            }
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            throw SQLiteError(code: 1, message: "\(error)", operation: "record \(Self.component)")
+        }
+        try prune.run([.integer(Int64(Limits.maxRows))])
     }
 
     /// Every remembered id of `role`, oldest first (to seed the loop guard at start-up).

@@ -101,6 +101,8 @@ public struct BridgeMachine {
     public enum Action: Sendable {
         /// Persist `id` before the next action, so a restart never forwards it twice.
         case remember(EventID, RememberedRole)
+        /// Persist many ids at once (one transaction): what the island already had, at a graceful stop.
+        case rememberAll([EventID], RememberedRole)
         /// Keep `event` in the uplink store until a relay acknowledges it (written before it is published).
         case keepUplink(NostrEvent)
         /// Send to the relays.
@@ -224,12 +226,13 @@ public struct BridgeMachine {
     }
 
     /// Graceful stop: inputs stop, the deposits held while no relay was connected go to the uplink store
-    /// (remembered as published, as a flush on reconnect would), and the signed leave is the last mesh input.
+    /// (remembered as published, as a flush on reconnect would), the events the island already had are remembered,
+    /// and the signed leave is the last mesh input.
     public mutating func stop(now: Double) -> [Action] {
         stopped = true
         var actions: [Action] = []
         for event in router.drainQueuedUplinks() { actions += [.remember(event.id, .published), .keepUplink(event)] }
-        return actions + [.mesh(.sendLeave)]
+        return actions + [.rememberAll(router.learnedEventIDs, .learned), .mesh(.sendLeave)]
     }
 
     // MARK: Inputs

@@ -11,8 +11,9 @@ import BotSupport
 /// 4. Events signed by one of the bridge's own keys are ignored (checked by the caller with
 ///    ``isOwnKey(_:)``, so restarts are safe: the keys are derived, not remembered).
 ///
-/// Each set is bounded (512 ids, the phones' `maxTrackedEventIDs`); the published and rebroadcast sets
-/// are also persisted (``RecentEventStore``) so a restart does not re-forward what was already forwarded.
+/// Each set is bounded (512 ids, the phones' `maxTrackedEventIDs`); the published and rebroadcast sets are
+/// persisted as they grow, the learned set at a graceful stop (``RecentEventStore``), so a restart does not
+/// re-forward what was already forwarded, nor what its island already had when the relay replays it.
 public struct LoopGuard<ID: Hashable & Sendable, Key: Hashable & Sendable>: Sendable {
     public enum Limits {
         /// Ids remembered per rule, as phones bound theirs (`maxTrackedEventIDs`).
@@ -46,6 +47,10 @@ public struct LoopGuard<ID: Hashable & Sendable, Key: Hashable & Sendable>: Send
     public mutating func recordRadioCopy(stableID: String) { radioCopies.insert(stableID) }
 
     public func wasLearnedFromMesh(_ id: ID) -> Bool { learnedFromMesh.contains(id) }
+    /// The events learned from the mesh, oldest first (kept across a graceful restart).
+    public var learned: [ID] { learnedFromMesh.elementsOldestFirst }
+    /// Whether the island has the radio copy named by an `m` hint.
+    public func heardRadioCopy(_ stableID: String) -> Bool { radioCopies.contains(stableID) }
     public func wasPublished(_ id: ID) -> Bool { published.contains(id) }
     public func wasRebroadcast(_ id: ID) -> Bool { rebroadcast.contains(id) }
 
