@@ -35,6 +35,8 @@ public final class TestPhone: Sendable {
     let transport: SegmentTransport
     let time: any TimeSource
     private let running = Mutex<Task<Void, Never>?>(nil)
+    /// With ``App/iPhoneWithBoard``: the app's gossip and board stores and its answers to sync requests.
+    private let sync: PhoneSync?
 
     public var id: MeshPeerID { MeshPeerID(noisePublicKey: noiseKey.publicKey) }
 
@@ -61,6 +63,7 @@ public final class TestPhone: Sendable {
         let identity = MeshIdentity(noisePublicKey: noiseKey.publicKey, signingKey: signingKey, nickname: name, capabilities: capabilities)
         let node = MeshNode(engine: MeshPeerEngine(identity: identity, configuration: configuration), transport: transport, clock: time, seed: seed)
         self.node = node
+        sync = configuration.sync == nil ? nil : PhoneSync()
     }
 
     /// Joins the air: the node takes its link-ups now (its announce goes out on each), so nothing said right after is
@@ -68,12 +71,18 @@ public final class TestPhone: Sendable {
     /// an announce), then it runs.
     func start() async {
         for (link, mtu) in transport.links { await node.submit(.linkUp(link, mtu: mtu)) }
-        let node = node, heard = heard
+        let node = node, heard = heard, sync = sync, time = time
         running.withLock { running in
             running = Task {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { await node.run() }
-                    group.addTask { for await action in node.actions { heard.append(action) } }
+                    group.addTask {
+                        for await action in node.actions {
+                            let inputs = sync?.handle(action, now: time.nowMs()) ?? []
+                            for input in inputs { await node.submit(input) }
+                            heard.append(action)
+                        }
+                    }
                 }
             }
         }
@@ -119,6 +128,47 @@ public final class TestPhone: Sendable {
         return event
     }
 
+    /// Posts on the bulletin board (BOARD.md §4–§5): a post signed by the phone's announce key (as iOS signs posts),
+    /// in a 0x23 packet the phone signs too (MESH-WIRE §4.4). Returns the post.
+    @discardableResult
+    public func postOnBoard(_ text: String, geohash: String = "u4pruy", lifetimeMs: UInt64 = 3_600_000, urgent: Bool = false) async throws -> BoardPost {
+        let now = time.nowMs()
+        let post = try BoardPost.signed(
+            postID: Array(SHA256.hash(Array("\(id.hex) \(now) \(text)".utf8)).prefix(16)), geohash: geohash, content: text, nickname: name,
+            createdAt: now, expiresAt: now + lifetimeMs, flags: urgent ? BoardPost.urgentFlag : 0, key: signingKey)
+        await node.submit(.originate(MeshPacket(type: .boardPost, timestamp: 0, sender: id, payload: BoardPayload.post(post).encode()), sign: true))
+        return post
+    }
+
+    /// Deletes one of its board posts: a signed tombstone (BOARD.md §5). Returns its payload.
+    @discardableResult
+    public func deleteFromBoard(_ post: BoardPost) async throws -> [UInt8] {
+        let tombstone = try BoardTombstone.signed(postID: post.postID, deletedAt: time.nowMs(), key: signingKey)
+        let payload = BoardPayload.tombstone(tombstone).encode()
+        await node.submit(.originate(MeshPacket(type: .boardPost, timestamp: 0, sender: id, payload: payload), sign: true))
+        return payload
+    }
+
+    /// The board packets the phone heard: (payload, TTL, whether it came as a sync reply).
+    public var boardPackets: [(payload: [UInt8], ttl: UInt8, rsr: Bool)] {
+        heard.all.compactMap { action in
+            switch action {
+            case .boardPacket(let packet, _), .boardHeard(let packet): (packet.payload, packet.ttl, packet.isRSR)
+            default: nil
+            }
+        }
+    }
+
+    /// Whether the phone heard a board packet with `payload` (by sync: as a sync reply; else live), waiting for it.
+    public func heardBoard(_ payload: [UInt8], bySync: Bool = false, within seconds: Double = 20) async -> Bool {
+        await heard.first(within: seconds) { action in
+            switch action {
+            case .boardPacket(let packet, _), .boardHeard(let packet): packet.payload == payload && packet.isRSR == bySync
+            default: false
+            }
+        } != nil
+    }
+
     /// The carriers the phone heard for `eventID`.
     public func carriers(of eventID: EventID) -> [MeshCarrier] {
         heard.all.compactMap { action -> MeshCarrier? in
@@ -154,5 +204,35 @@ public final class TestPhone: Sendable {
 
     static func eventID(of carrier: MeshCarrier) -> EventID? {
         (try? UnverifiedEvent(json: String(decoding: carrier.payload.eventJSON, as: UTF8.self)))?.claimedID
+    }
+}
+
+/// The iOS app's side of gossip sync and the board, as the engine leaves it to its owner (BOARD.md §7–§9, iOS
+/// `GossipSyncManager`): every verified packet the engine offers is kept, a due round asks with a filter of what is
+/// kept, a request is answered from the same stores (iOS's per-peer rate limit and airtime budget: the responder's
+/// defaults), and a board packet is kept and relayed only when the store accepted it.
+final class PhoneSync: Sendable {
+    private let state = Mutex((stores: SyncStores(), responder: SyncResponder()))
+
+    func handle(_ action: MeshAction, now: UInt64) -> [MeshInput] {
+        state.withLock { state in Self.handle(action, now: now, stores: &state.stores, responder: &state.responder) }
+    }
+
+    private static func handle(_ action: MeshAction, now: UInt64, stores: inout SyncStores, responder: inout SyncResponder) -> [MeshInput] {
+        switch action {
+        case .syncStore(let packet):
+            if let stored = try? SyncPacket(packet) { _ = stores.record(stored, now: now) }
+            return []
+        case .syncRoundDue(let round):
+            return [.sendSyncRequest(peer: round.peer, payload: SyncRequester.payload(types: round.types, from: stores, now: now))]
+        case .syncRequest(let link, let input):
+            let answer = responder.answer(input, from: &stores, now: now)
+            return answer.frames.isEmpty ? [] : [.sendSyncReplies(link: link, frames: answer.frames)]
+        case .boardPacket(let packet, let link):
+            guard let stored = try? SyncPacket(packet), case .accepted = stores.ingest(stored, now: now).outcome else { return [] }
+            return [.relayBoard(packet, from: link)]
+        default:
+            return []
+        }
     }
 }

@@ -1,5 +1,6 @@
 import BitchatWire
 import BotCrypto
+import Bridge
 import BridgeApp
 import BridgeCore
 import BridgeTesting

@@ -1,5 +1,6 @@
 import BitchatWire
 import BotSupport
+import Bridge
 import BridgeApp
 import BridgeCore
 import BridgeTesting

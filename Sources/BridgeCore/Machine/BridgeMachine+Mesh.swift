@@ -38,7 +38,11 @@ extension BridgeMachine {
             guard var responder else { return [] }
             let answer = responder.answer(input, from: &sync, now: nowMs)
             self.responder = responder
-            return answer.frames.isEmpty ? [] : [.mesh(.sendSyncReplies(link: link, frames: answer.frames))]
+            let line = LogLine(.debug, "sync request", [
+                ("mesh.peer", .string(answer.recipient.hex)), ("sync.outcome", .string(answer.refusal?.rawValue ?? "answered")),
+                ("sync.replies", .integer(Int64(answer.frames.count))), ("sync.withheld", .integer(Int64(answer.withheld))),
+            ])
+            return [.log(line)] + (answer.frames.isEmpty ? [] : [.mesh(.sendSyncReplies(link: link, frames: answer.frames))])
         case .syncRoundDue(let round):
             guard responder != nil else { return [] }
             return [.mesh(.sendSyncRequest(peer: round.peer, payload: SyncRequester.payload(types: round.types, from: sync, now: nowMs)))]
@@ -75,8 +79,12 @@ extension BridgeMachine {
             guard let verdict = lastMeshVerdict, verdict.stableID == stableID, verdict.relay else { return [] }
         }
         let (outcome, changes) = sync.record(stored, now: now)
-        if outcome == .stored, let kind = SyncStoreKind(type: packet.type) { counters.syncStored.add(kind) }
-        return changes.isEmpty ? [] : [.syncChanges(changes)]
+        var actions: [Action] = changes.isEmpty ? [] : [.syncChanges(changes)]
+        if outcome == .stored, let kind = SyncStoreKind(type: packet.type) {
+            counters.syncStored.add(kind)
+            actions.append(.log(LogLine(.debug, "kept for sync", [("sync.kind", .string(kind.rawValue)), ("packet.id", .string(Hex.encode(stored.id)))])))
+        }
+        return actions
     }
 
     /// A board packet heard on the mesh: a verified post is judged like a message first (issue 17) — a hidden one

@@ -1,0 +1,119 @@
+import BitchatWire
+import BotSupport
+import Bridge
+import BridgeApp
+import BridgeCore
+import BridgeTesting
+import Mesh
+import MeshSync
+import Nostr
+import Testing
+
+/// Gossip sync and the bulletin board in the in-process world (issue 17, issue 22 part 3).
+@Suite("World: gossip sync and the board")
+struct BoardAndSyncTests {
+    /// A line of made-up words: unlike any other line, so no repeat or copy rule hides it.
+    static func chatter(using random: inout SeededRandom) -> String {
+        (0..<8).map { _ in String((0..<Int.random(in: 3...7, using: &random)).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement(using: &random)! }) }
+            .joined(separator: " ")
+    }
+
+    static func syncReplies(_ phone: TestPhone) -> [MeshPublicMessage] {
+        phone.heard.all.compactMap { if case .publicMessage(let m) = $0, m.ttl == 0 { m } else { nil } }
+    }
+
+    /// A radio-hub segment is one link for the bridge but a shared medium for its phones: every phone whose announce
+    /// verified on it is a direct peer there and gets sync (it was refused `sender_not_link_peer` when the link was
+    /// bound to its first announcer).
+    @Test("two phones on one segment: the later one gets what it missed by gossip sync, from the same link as the first")
+    func laterPhoneOnASharedSegmentGetsSync() async throws {
+        let site = Site(name: "shared")
+        let relay = try site.relay()
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air])
+        let early = await site.phone("early", on: [air], app: .iPhoneWithBoard)
+        #expect(await early.knows(await bridge.peerID))
+        // Five different lines (near-repeats would be hidden by the filter's repeated-message rule and not kept).
+        let said = ["the stage opens at nine", "free water at gate C", "lost a blue jacket near the bar", "who has a charger?", "meet at the big tree"]
+        for text in said { await early.say(text) }
+        // Kept for sync once judged (within the filter's burst of 6 for one sender).
+        #expect(await bridge.log.lines.count(5) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 5)
+        let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
+        #expect(await late.knows(await bridge.peerID))
+        await site.advance(by: 3_000)  // the union round 1 s after a new direct peer, both ways
+        for text in said {
+            #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.text == text && m.ttl == 0 } else { false } } != nil, "\(text)")
+        }
+        #expect(Set(Self.syncReplies(late).map(\.text)) == Set(said))
+        // Both phones of the segment were answered (neither refused as `sender_not_link_peer`).
+        for phone in [early, late] {
+            #expect(await bridge.logLine("sync request") { $0.jsonLine.contains(phone.id.hex) && $0.jsonLine.contains("\"answered\"") } != nil)
+        }
+        #expect(await bridge.coordinator.snapshot().sync.refused[.senderNotLinkPeer] == 0)
+        await site.stop()
+    }
+
+    @Test("sync_reply_budget is the bridge's: with 4096 bytes a late phone's request gets at most that, the rest withheld and counted")
+    func replyBudget() async throws {
+        let site = Site(name: "budget")
+        let relay = try site.relay()
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air], settings: ["BRIDGE_SYNC_REPLY_BUDGET": "4096"])
+        var random = SeededRandom(seed: 22)
+        var speakers: [TestPhone] = []
+        for i in 0..<8 { speakers.append(await site.phone("speaker\(i)", on: [air])) }
+        for speaker in speakers {
+            #expect(await speaker.knows(await bridge.peerID))
+            for _ in 0..<5 { await speaker.say(Self.chatter(using: &random)) }
+        }
+        #expect(await bridge.log.lines.count(40) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 40)
+        let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
+        #expect(await late.knows(await bridge.peerID))
+        await site.advance(by: 3_000)
+        #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.ttl == 0 } else { false } } != nil, "replies came")
+        let sync = await bridge.coordinator.snapshot().sync
+        #expect(sync.replyBytes > 0 && sync.replyBytes <= 4_096 && sync.replies[.withheldByBudget] > 0, "\(sync)")
+        let metrics = await bridge.runtime.metricsText()
+        #expect(metrics.contains("bridge_sync_replies_total{outcome=\"withheld_by_budget\"} \(sync.replies[.withheldByBudget])"))
+        await site.stop()
+    }
+
+    /// BOARD.md §11: bridge A copies the accepted post to Nostr with the author's packet in a `bitchat-board` tag;
+    /// bridge B reads the tag, verifies the inner signature and broadcasts the original packet at TTL 7.
+    @Test("island A's board post reaches island B's phone once (byte-identical payload, TTL 7) via two bridges and the relay, and a late phone there by sync; its tombstone removes it on B and deletes the copy with a kind 5")
+    func boardAcrossIslands() async throws {
+        let site = Site(name: "board")
+        let relay = try site.relay()
+        let islandA = site.segment(), islandB = site.segment()
+        let bridgeA = try await site.bridge("board-a", relays: [relay], segments: [islandA])
+        let bridgeB = try await site.bridge("board-b", relays: [relay], segments: [islandB])
+        let author = await site.phone("author", on: [islandA], app: .iPhoneWithBoard)
+        let listener = await site.phone("listener", on: [islandB], app: .iPhoneWithBoard)
+        #expect(await author.knows(await bridgeA.peerID))
+        let post = try await author.postOnBoard("water point moved to gate C")
+        let payload = BoardPayload.post(post).encode()
+        let note = try #require(await relay.waitForEvent { $0.kind == 1 && $0.content == "water point moved to gate C" })
+        #expect(note.tags.last?.first == "bitchat-board")
+        #expect(await listener.heardBoard(payload))
+        let live = listener.boardPackets.filter { $0.payload == payload && !$0.rsr }
+        #expect(live.count == 1 && live.first?.ttl == 7)
+
+        let lateBefore = await site.phone("late-before", on: [islandB], app: .iPhoneWithBoard)
+        #expect(await lateBefore.knows(await bridgeB.peerID))
+        await site.advance(by: 3_000)
+        #expect(await lateBefore.heardBoard(payload, bySync: true), "bridge B serves the post by sync")
+
+        let tombstone = try await author.deleteFromBoard(post)
+        #expect(await relay.waitForEvent { $0.kind == 5 && $0.tags.contains(["e", note.id.hex]) } != nil)
+        #expect(await listener.heardBoard(tombstone))
+        let lateAfter = await site.phone("late-after", on: [islandB], app: .iPhoneWithBoard)
+        #expect(await lateAfter.knows(await bridgeB.peerID))
+        await site.advance(by: 3_000)
+        #expect(await lateAfter.heardBoard(tombstone, bySync: true))
+        let served = lateAfter.boardPackets.filter(\.rsr).map(\.payload)
+        #expect(served.contains(tombstone) && !served.contains(payload), "bridge B stops serving the deleted post")
+        #expect(await bridgeB.runtime.metricsText().contains("bridge_board_nostr_total{outcome=\"inbound_relayed\"} 2"))
+        #expect(listener.boardPackets.filter { !$0.rsr && ($0.payload == payload || $0.payload == tombstone) }.count == 2, "each once")
+        await site.stop()
+    }
+}
