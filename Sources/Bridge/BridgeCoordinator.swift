@@ -219,7 +219,9 @@ public actor BridgeCoordinator {
         for action in actions {
             switch action {
             case .remember(let id, let role): store.remember(id, as: role)
-            case .rememberAll(let ids, let role): store.remember(ids, as: role)
+            case .rememberIsland(let learned, let radioCopies):
+                store.remember(learned.map(\.bytes), as: .learned)
+                store.remember(radioCopies.compactMap { try? Hex.decode($0, expectedCount: 16) }, as: .radioCopy)
             case .keepUplink(let event): store.keepUntilAcknowledged(event)
             case .publish(let event): relays.publish(event)
             case .mesh(let input): store.enqueue(input)

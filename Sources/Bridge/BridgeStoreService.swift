@@ -142,9 +142,9 @@ public final class BridgeStoreService: @unchecked Sendable {
         }
     }
 
-    func remember(_ ids: [EventID], as role: RememberedRole) {
+    func remember(_ ids: [[UInt8]], as role: RememberedRole) {
         do {
-            try stores.recent.record(ids.map(\.bytes), as: role)
+            try stores.recent.record(ids, as: role)
         } catch {
             failed(\.failedPersists, "cannot record what the island already has; a relay's replay after a restart may be carried again", error, id: nil)
         }

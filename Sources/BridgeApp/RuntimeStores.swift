@@ -68,7 +68,8 @@ struct RuntimeStores: @unchecked Sendable {
             let remembered = RememberedEvents(
                 published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),
                 rebroadcast: try recent.load(.rebroadcast, limit: limit).compactMap(EventID.init(bytes:)),
-                learned: try recent.load(.learned, limit: limit).compactMap(EventID.init(bytes:)))
+                learned: try recent.load(.learned, limit: limit).compactMap(EventID.init(bytes:)),
+                radioCopies: try recent.load(.radioCopy, limit: limit).map { Hex.encode($0) })
             let opened = RuntimeStores(
                 dataDirectory: dataDirectory, keys: keys, database: database, identities: identities, moderationLog: moderationLog,
                 stores: stores, remembered: remembered, spamConfig: spamConfig, modlogConfig: modlogConfig,

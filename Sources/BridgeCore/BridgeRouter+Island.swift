@@ -3,7 +3,7 @@ import BotCrypto
 import BotSupport
 import Geohash
 import Mesh
-import Nostr
+public import Nostr
 import SpamFilter
 
 /// The router's downlink handover between the bridges of one island: each downlink scheduled by its chosen
@@ -75,6 +75,24 @@ extension BridgeRouter {
             }
         }
         delegated = kept
+    }
+
+    /// At a graceful stop: the events of the downlinks still held here that the island has or will have without
+    /// this bridge — another bridge of the island takes them over when this bridge's leave arrives (it kept them
+    /// for the handover window), or is their carrier already, or the island heard the message's radio copy. The
+    /// machine remembers them as learned, so the relay's replay after a restart does not carry a second copy of
+    /// what the island got while this bridge was away (right after a start a bridge has not heard its island's
+    /// bridges yet, and carries as if alone). What only this bridge would carry is left out: the replay carries it.
+    public var downlinksLeftToIsland: [EventID] {
+        let waiting = downlinks.pendingItems.compactMap { item -> EventID? in
+            let others = switch item.lane {
+            case .gateway, .mirror: island.gateways
+            case .bridge: island.rendezvous
+            }
+            let heard = item.item.radioStableID.map { loop.heardRadioCopy($0) } ?? false
+            return others.isEmpty && !heard ? nil : item.id.event
+        }
+        return waiting + delegated.map(\.key.event)
     }
 
     /// Downlinks left to another bridge of the island and still inside the handover window.

@@ -263,6 +263,7 @@ public struct BridgeRouter {
         for id in remembered.published { loop.recordPublished(id) }
         for id in remembered.rebroadcast { loop.recordRebroadcast(id) }
         for id in remembered.learned { loop.recordLearnedFromMesh(id) }
+        for stableID in remembered.radioCopies { loop.recordRadioCopy(stableID: stableID) }
         downlinks = AirtimeScheduler(settings: limits.airtime)
         downlinks.setPacing(limits.mirrorPacing, lane: .mirror)
         served = Set(settings.servedChannels.map(\.string))
@@ -281,6 +282,8 @@ public struct BridgeRouter {
     /// The events this island already has from elsewhere (another bridge's carrier, the radio copy of a deposit),
     /// for the store at a graceful stop: a relay's replay to the restarted bridge is then not carried again.
     public var learnedEventIDs: [EventID] { loop.learned }
+    /// The stable IDs of the public mesh messages the island heard, oldest first (kept across a graceful stop).
+    public var radioCopies: [String] { loop.radioCopiesHeard }
 
     /// Replaces the block list (see ``BridgeJudge/setBlocked(_:)``).
     public mutating func setBlocked(_ keys: Set<IdentityKey>) { judge.setBlocked(keys) }
@@ -341,11 +344,15 @@ public struct BridgeRouter {
         var actions: [Action] = []
         delegated.removeAll { $0.until <= now }
         let loop = self.loop
+        var islandHas: [EventID] = []
         let due = downlinks.due(now: now) { key, pending in
             let fresh = abs(Int64(now) - pending.createdAt) <= EventRules.Limits.maxEventAgeSeconds
             if case .text = pending.downlink { return fresh && !loop.wasLearnedFromMesh(key.event) }
+            // The radio copy was heard while it was held: the island has it (rule 1 from now on, also after a restart).
+            if let stableID = pending.radioStableID, loop.heardRadioCopy(stableID) { islandHas.append(key.event) }
             return fresh && loop.mayRebroadcast(key.event, signer: pending.signer, radioStableID: pending.radioStableID)
         }
+        for id in islandHas { self.loop.recordLearnedFromMesh(id) }
         for sent in due.sent {
             let id = sent.id.event
             if case .carrier = sent.item.downlink {

@@ -23,11 +23,14 @@ struct BridgeRouterTests {
     let bob = try! SchnorrSecretKey(bytes: [UInt8](repeating: 4, count: 32))
     let depositor = MeshPeerID(rawValue: 0x0011_2233_4455_6677)
 
-    func router(mirror: Bool = false, remembered: ([EventID], [EventID]) = ([], []), judge: BridgeJudge = .passAll) -> BridgeRouter {
+    func router(
+        mirror: Bool = false, remembered: ([EventID], [EventID]) = ([], []), radioCopies: [String] = [], judge: BridgeJudge = .passAll
+    ) -> BridgeRouter {
         BridgeRouter(
             settings: .init(channel: try! GeohashCell("u4pruy"), rendezvousCell: try! GeohashCell("u4pruy"), mirrorDownlink: mirror),
             ownKeys: [own.publicKey, rendezvousKey.publicKey], rendezvousKey: rendezvousKey,
-            remembered: RememberedEvents(published: remembered.0, rebroadcast: remembered.1), judge: judge, clockOrigin: .now)
+            remembered: RememberedEvents(published: remembered.0, rebroadcast: remembered.1, radioCopies: radioCopies), judge: judge,
+            clockOrigin: .now)
     }
 
     func event(_ key: SchnorrSecretKey, kind: Int = 20000, tags: [[String]], content: String = "hi", at: Double = now) -> NostrEvent {
@@ -162,6 +165,11 @@ struct BridgeRouterTests {
         _ = r.relayEvent(bridged, now: Self.now + 2, random: 0)
         #expect(broadcasts(r.tick(now: Self.now + 4)).isEmpty)
         #expect(r.counters.relayDrops[.loop] == 1)
+        // After a graceful restart (the radio copies kept), the relay's replay of the bridged copy is still dropped.
+        #expect(r.radioCopies == [stable])
+        var restarted = router(radioCopies: r.radioCopies)
+        _ = restarted.relayEvent(bridged, now: Self.now + 5, random: 0)
+        #expect(broadcasts(restarted.tick(now: Self.now + 7)).isEmpty && restarted.counters.relayDrops[.loop] == 1)
     }
 
     @Test("toBridge deposit: verified, published once, remembered first; rule 2 keeps it off the mesh")
@@ -395,6 +403,20 @@ struct BridgeIslandShareTests {
         router.setIslandBridges(own: own, gateways: [], rendezvous: [], now: Self.t0 + 11)
         #expect(Self.carried(&router, from: Self.t0 + 11, until: Self.t0 + 15).isEmpty)
         #expect(router.delegatedDownlinks == 0)
+    }
+
+    @Test("at a graceful stop, what still waits here is left to the island's other bridges (remembered as learned); alone, nothing is")
+    func leftToIslandAtStop() throws {
+        let events = try Self.events(12)
+        let own = Self.peers[0]
+        var router = try Self.router(own: own, island: Self.peers)
+        for event in events { _ = router.relayEvent(event, now: Self.t0, random: 0) }
+        let mine = Set(events.map(\.id).filter { CarrierChoice.carrier(for: $0, among: Self.peers) == own })
+        #expect(!mine.isEmpty && mine.count < events.count && router.pendingDownlinks == mine.count, "its own choices wait here")
+        #expect(Set(router.downlinksLeftToIsland) == Set(events.map(\.id)), "its own: taken over on the leave; the rest: their carriers'")
+        var alone = try Self.router(own: own, island: [])
+        for event in events { _ = alone.relayEvent(event, now: Self.t0, random: 0) }
+        #expect(alone.pendingDownlinks == events.count && alone.downlinksLeftToIsland.isEmpty, "alone: the replay carries them")
     }
 
     @Test("the choice does not depend on the order of the set, and a peer's own view agrees")

@@ -68,12 +68,6 @@ struct IslandTests {
         for (index, id) in fromIsland1.enumerated() {
             #expect(reader2.carriers(of: id).count == 1 && reader1.carriers(of: id).isEmpty,
                     "island-1 message \(index): \(reader2.carriers(of: id).count) on island 2, \(reader1.carriers(of: id).count) on island 1")
-            if !reader1.carriers(of: id).isEmpty || reader2.carriers(of: id).isEmpty {
-                for bridge in [bridgeA, bridgeB, bridgeC] {
-                    for line in bridge.log.lines.all where line.jsonLine.contains(id.hex) || line.message == "island bridges" { print("DEBUG \(bridge.name) \(line.jsonLine)") }
-                }
-                for action in reader1.heard.all { if case .carrier(let c) = action, TestPhoneTests.id(of: c) == id { print("DEBUG reader1 carrier from \(c.sender) \(c.payload.direction)") } }
-            }
         }
         for (index, id) in fromIsland2.enumerated() {
             #expect(reader1.carriers(of: id).count == 1 && reader2.carriers(of: id).isEmpty,

@@ -1,8 +1,8 @@
 public import BotStorage
 public import BridgeCore
 
-/// Durable memory of the event ids the bridge published or broadcast, so that after a restart (even a
-/// `kill -9`) relay backfill is not forwarded again. One row per id; bounded by count (oldest pruned).
+/// Durable memory of the event ids the bridge published or broadcast (and, at a graceful stop, what its island
+/// had: ``RememberedRole``), so that after a restart (even a `kill -9`) relay backfill is not forwarded again. One row per id; bounded by count (oldest pruned).
 ///
 /// Ids are recorded *before* the event is sent: a crash between the write and the send loses that one
 /// forward (phones would have deduplicated a repeat anyway), but never forwards twice.
@@ -11,7 +11,7 @@ public final class RecentEventStore {
 
     public enum Limits {
         /// Rows kept: well above what relays backfill (≤ 200 per subscription, 1 h / 15 min look-back), for the
-        /// three roles together.
+        /// four roles together (the loop guard keeps 3 × 512 ids and 1337 radio copies).
         public static let maxRows = 8192
     }
 

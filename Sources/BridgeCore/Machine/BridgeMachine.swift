@@ -101,8 +101,9 @@ public struct BridgeMachine {
     public enum Action: Sendable {
         /// Persist `id` before the next action, so a restart never forwards it twice.
         case remember(EventID, RememberedRole)
-        /// Persist many ids at once (one transaction): what the island already had, at a graceful stop.
-        case rememberAll([EventID], RememberedRole)
+        /// Persist what the island has at a graceful stop (each list in one transaction): the events it had or gets
+        /// without this bridge, and the stable IDs of the mesh messages it heard.
+        case rememberIsland(learned: [EventID], radioCopies: [String])
         /// Keep `event` in the uplink store until a relay acknowledges it (written before it is published).
         case keepUplink(NostrEvent)
         /// Send to the relays.
@@ -226,13 +227,15 @@ public struct BridgeMachine {
     }
 
     /// Graceful stop: inputs stop, the deposits held while no relay was connected go to the uplink store
-    /// (remembered as published, as a flush on reconnect would), the events the island already had are remembered,
-    /// and the signed leave is the last mesh input.
+    /// (remembered as published, as a flush on reconnect would), the events the island already had — and those
+    /// still waiting here that the island's other bridges take over on the leave — are remembered, and the signed
+    /// leave is the last mesh input.
     public mutating func stop(now: Double) -> [Action] {
         stopped = true
         var actions: [Action] = []
         for event in router.drainQueuedUplinks() { actions += [.remember(event.id, .published), .keepUplink(event)] }
-        return actions + [.rememberAll(router.learnedEventIDs, .learned), .mesh(.sendLeave)]
+        let island = Action.rememberIsland(learned: router.learnedEventIDs + router.downlinksLeftToIsland, radioCopies: router.radioCopies)
+        return actions + [island, .mesh(.sendLeave)]
     }
 
     // MARK: Inputs

@@ -128,6 +128,9 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
 
     public func isPending(_ id: ID) -> Bool { pendingIDs.contains(id) }
 
+    /// The items waiting, with their lanes, in queue order.
+    public var pendingItems: [(id: ID, lane: Lane, item: Item)] { pending.map { ($0.id, $0.lane, $0.item) } }
+
     /// Items waiting in `lane`.
     public func pendingCount(lane: Lane) -> Int { pending.reduce(0) { $0 + ($1.lane == lane ? 1 : 0) } }
 

@@ -12,8 +12,9 @@ import BotSupport
 ///    ``isOwnKey(_:)``, so restarts are safe: the keys are derived, not remembered).
 ///
 /// Each set is bounded (512 ids, the phones' `maxTrackedEventIDs`); the published and rebroadcast sets are
-/// persisted as they grow, the learned set at a graceful stop (``RecentEventStore``), so a restart does not
-/// re-forward what was already forwarded, nor what its island already had when the relay replays it.
+/// persisted as they grow, the learned set and the radio copies at a graceful stop (``RecentEventStore``), so a
+/// restart does not re-forward what was already forwarded, nor what its island already had when the relay
+/// replays it.
 public struct LoopGuard<ID: Hashable & Sendable, Key: Hashable & Sendable>: Sendable {
     public enum Limits {
         /// Ids remembered per rule, as phones bound theirs (`maxTrackedEventIDs`).
@@ -49,6 +50,8 @@ public struct LoopGuard<ID: Hashable & Sendable, Key: Hashable & Sendable>: Send
     public func wasLearnedFromMesh(_ id: ID) -> Bool { learnedFromMesh.contains(id) }
     /// The events learned from the mesh, oldest first (kept across a graceful restart).
     public var learned: [ID] { learnedFromMesh.elementsOldestFirst }
+    /// The radio copies' stable IDs, oldest first (kept across a graceful restart).
+    public var radioCopiesHeard: [String] { radioCopies.elementsOldestFirst }
     /// Whether the island has the radio copy named by an `m` hint.
     public func heardRadioCopy(_ stableID: String) -> Bool { radioCopies.contains(stableID) }
     public func wasPublished(_ id: ID) -> Bool { published.contains(id) }
