@@ -109,7 +109,8 @@ let package = Package(
         .target(
             name: "BridgeTesting",
             dependencies: [
-                "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime", "MeshSync", "Nostr",
+                "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Mesh", "MeshRuntime", "MeshSync",
+                "Moderation", "ModerationLog", "Nostr",
             ]
         ),
 
@@ -162,7 +163,7 @@ let package = Package(
             name: "BridgeWorldTests",
             dependencies: [
                 "BridgeTesting", "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime",
-                "MeshSync", "Nostr", "Identity", "Moderation", "SpamFilter",
+                "MeshSync", "Nostr", "Identity", "Moderation", "ModerationLog", "SpamFilter",
             ]
         ),
         .testTarget(

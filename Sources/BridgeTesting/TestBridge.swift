@@ -4,8 +4,11 @@ public import BotSupport
 public import Bridge
 public import BridgeApp
 public import BridgeCore
+import BotStorage
 import Mesh
 import MeshRuntime
+public import Moderation
+import ModerationLog
 import Nostr
 import Synchronization
 
@@ -80,6 +83,21 @@ public final class TestBridge: @unchecked Sendable {
 
     /// The Nostr key the bridge signs `geohash`'s channel events with (presence, board copies).
     public func channelKey(geohash: String = "u4pruy") throws -> SchnorrSecretKey { try keys().channelKey(geohash: geohash) }
+
+    /// The bridge's moderation log, newest first, read from its database as `bitchat-bridge modlog` reads it.
+    public func moderationLog() throws -> [ModerationRecord] {
+        let database = try SQLiteDatabase(path: "\(dataDirectory)/bridge.sqlite3")
+        defer { database.close() }
+        return try ModerationLog(database: database, config: ModerationLogConfig(), logger: nil).records(ModerationQuery(limit: 10_000))
+    }
+
+    /// Waits until the bridge has written `count` rows to its moderation log (each write logs `spam hidden`, or in
+    /// shadow mode `spam would be hidden (shadow mode)`).
+    @discardableResult
+    public func moderationLog(count: Int, within seconds: Double = 20) async throws -> [ModerationRecord] {
+        _ = await log.lines.count(count, within: seconds) { $0.message.hasPrefix("spam ") && $0.jsonLine.contains("modlog.id") }
+        return try moderationLog()
+    }
 
     /// Waits for the verdict the bridge gave `messageID` (the event id hex, or the mesh stable ID).
     @discardableResult

@@ -94,9 +94,13 @@ public final class TestPhone: Sendable {
         await running.withLock { $0 }?.value
     }
 
-    /// Says `text` in the public chat (a signed broadcast message).
+    /// Says `text` in the public chat (a signed broadcast message); returns its stable message ID (what the bridge's
+    /// verdicts and moderation log name it by).
     @discardableResult
-    public func say(_ text: String) async -> UInt64 { await node.submit(.sendPublicMessage(text)) }
+    public func say(_ text: String) async -> String {
+        let timestamp = await node.submit(.sendPublicMessage(text))
+        return MeshMessageIdentity.stableID(senderHex: id.hex, timestampMs: timestamp, content: text)
+    }
 
     /// Whether the phone has verified `peer`'s announce (waits for it, bounded).
     public func knows(_ peer: MeshPeerID, within seconds: Double = 20) async -> Bool {
@@ -185,6 +189,20 @@ public final class TestPhone: Sendable {
             return false
         }) else { return nil }
         return carrier
+    }
+
+    /// Waits for the public message `stableID` (relayed to this phone); nil if it did not come.
+    public func message(_ stableID: String, within seconds: Double = 20) async -> MeshPublicMessage? {
+        guard case .publicMessage(let message)? = await heard.first(within: seconds, where: { action in
+            if case .publicMessage(let message) = action { return message.stableID == stableID }
+            return false
+        }) else { return nil }
+        return message
+    }
+
+    /// How many times the phone heard the public message `stableID`.
+    public func count(of stableID: String) -> Int {
+        heard.count { if case .publicMessage(let message) = $0 { message.stableID == stableID } else { false } }
     }
 
     /// The public messages the phone heard with `text`.

@@ -62,43 +62,4 @@ struct SyncEndToEndTests {
         let second = try await Self.lateJoin(world, island: islandB, originals: originals, tag: "second")
         #expect(second.contains("\"ok\": true") && second.contains("\"expected\": 21"), "\(second)")
     }
-
-    @Test("sync_reply_budget is the running bridge's: with 4096 bytes a late phone's full request gets at most that, the rest withheld and counted",
-          .timeLimit(.minutes(3)))
-    func configuredBudget() async throws {
-        let world = World()
-        try await world.startRelay()
-        let islandA = try await world.startIsland()
-        let islandB = try await world.startIsland()
-        let http = LoopbackPort.free()
-        _ = try await world.startBridge("budgetbridge", island: islandA, extra: [
-            "BRIDGE_MESH": "tcp://127.0.0.1:\(islandA),tcp://127.0.0.1:\(islandB)", "BRIDGE_SYNC_REPLY_BUDGET": "4096",
-            "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(http)",
-        ])
-        let originals = "\(world.directory)/originals.jsonl"
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let (generated, transcript) = try await Self.python(world, [
-            "generate", "--seed", "18", "--now", String(now), "--span", "60000", "--messages", "15", "--posts", "6", "--out", originals,
-        ])
-        try #require(generated == 0, "\(transcript)")
-        let (sent, sendTranscript) = try await Self.python(world, ["live-send", "--seed", "18", "--hub", String(islandA), "--originals", originals])
-        try #require(sent == 0, "\(sendTranscript)")
-        let replies = "\(world.directory)/replies.txt"
-        let (status, requestTranscript) = try await Self.python(world, [
-            "live-request", "--seed", "18", "--hub", String(islandB), "--types", "union", "--seconds", "6",
-            "--out", "\(world.directory)/request.json", "--replies", replies,
-        ])
-        #expect(status == 0, "\(requestTranscript)")
-        let frames = try String(contentsOfFile: replies, encoding: .utf8).split(separator: "\n")
-        let bytes = frames.reduce(0) { $0 + $1.count / 2 }
-        #expect(!frames.isEmpty && bytes <= 4_096, "\(frames.count) frames, \(bytes) bytes")
-        func value(_ text: String, _ series: String) -> Double? {
-            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
-        }
-        let metrics = try await scrapeMetrics(port: http) { (value($0, "bridge_sync_replies_total{outcome=\"withheld_by_budget\"}") ?? 0) > 0 }
-        let withheld = value(metrics, "bridge_sync_replies_total{outcome=\"withheld_by_budget\"}") ?? 0
-        let spent = value(metrics, "bridge_sync_reply_bytes_total") ?? .infinity
-        #expect(withheld > 0 && spent <= 4_096, "withheld \(withheld), reply bytes \(spent)")
-        print("sync_reply_budget 4096: \(frames.count) frames, \(bytes) bytes received; withheld \(Int(withheld)), reply bytes \(Int(spent))")
-    }
 }
