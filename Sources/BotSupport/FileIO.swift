@@ -58,7 +58,7 @@ public enum FileIO {
         return UInt32(info.st_mode) & 0o7777
     }
 
-    /// Creates `path` (and missing parents) with `mode`; an existing directory is left as it is.
+    /// Creates `path` (and missing parents) with exactly `mode`; an existing directory is left as it is.
     public static func makeDirectory(_ path: String, mode: UInt32 = 0o700) throws(FileError) {
         var info = stat()
         if stat(path, &info) == 0 {
@@ -71,9 +71,13 @@ public enum FileIO {
         if parent != path, !parent.isEmpty, !exists(parent) {
             try makeDirectory(parent, mode: mode)
         }
-        if mkdir(path, mode_t(mode)) != 0, errno != EEXIST {
+        if mkdir(path, mode_t(mode)) != 0 {
+            if errno == EEXIST { return }
             throw FileError(operation: "mkdir", path: path, code: errno)
         }
+        // mkdir's mode passes through the umask, and a set-group-ID parent (seen on a CI file system) hands its
+        // bit down: set exactly the mode asked for, so a data directory is 0700 wherever it is made.
+        if chmod(path, mode_t(mode)) != 0 { throw FileError(operation: "chmod", path: path, code: errno) }
     }
 
     /// Writes `bytes` so that readers see either the old file or the whole new one, never a mix:
