@@ -1,3 +1,5 @@
+import BitchatWire
+import BotCrypto
 import BotSupport
 public import Mesh
 public import MeshRuntime
@@ -60,18 +62,34 @@ public final class Segment: Sendable {
     func send(_ frame: [UInt8], from sender: UInt64) -> Bool {
         state.withLock { state in
             guard state.up, state.members[sender] != nil else { return false }
-            guard frame.count <= mtu else {
-                state.stats.droppedOverMTU += 1
-                return true
-            }
-            for (id, member) in state.members where id != sender {
-                if loss > 0, Double.random(in: 0..<1, using: &state.random) < loss {
-                    state.stats.droppedLoss += 1
-                    continue
-                }
-                if member.inbound.frame(member.link, frame) { state.stats.deliveries += 1 }
-            }
+            Self.deliver(frame, from: sender, to: nil, in: &state, mtu: mtu, loss: loss)
             return true
+        }
+    }
+
+    private static func deliver(_ frame: [UInt8], from sender: UInt64?, to recipient: UInt64?, in state: inout State, mtu: Int, loss: Double) {
+        guard frame.count <= mtu else {
+            state.stats.droppedOverMTU += 1
+            return
+        }
+        for (id, member) in state.members where id != sender && (recipient == nil || id == recipient) {
+            if loss > 0, Double.random(in: 0..<1, using: &state.random) < loss {
+                state.stats.droppedLoss += 1
+                continue
+            }
+            if member.inbound.frame(member.link, frame) { state.stats.deliveries += 1 }
+        }
+    }
+
+    /// A radio that is no member sends `frames` (a flooder writing raw frames to a hub): each reaches every member,
+    /// with the segment's MTU and loss, as a member's frame does — or, with `only`, that node alone (a flooder in
+    /// range of the bridge only, as a BLE flooder connects to one device: the phones' engines, which share this
+    /// process's cores, are spared work real phones do on their own).
+    public func transmit(_ frames: [[UInt8]], only node: SegmentTransport? = nil) {
+        let member = node?.member(on: self)
+        state.withLock { state in
+            guard state.up else { return }
+            for frame in frames { Self.deliver(frame, from: nil, to: member, in: &state, mtu: mtu, loss: loss) }
         }
     }
 
@@ -110,6 +128,9 @@ public final class SegmentTransport: MeshTransport, Sendable {
         self.memberships = memberships
     }
 
+    /// This node's member ID on `segment` (nil when it is not on it).
+    func member(on segment: Segment) -> UInt64? { memberships.first { $0.segment === segment }?.member }
+
     /// The transport's links and their MTUs.
     public var links: [(link: MeshLinkID, mtu: Int)] { memberships.map { ($0.link, $0.segment.mtu) } }
 
@@ -131,5 +152,21 @@ public final class SegmentTransport: MeshTransport, Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for membership in memberships { membership.segment.detach(membership.member) }
         events.finish()
+    }
+}
+
+extension Segment {
+    /// A flooder's announce: a fresh identity (random Noise key, fresh Ed25519 key), validly signed, TTL 1 as if
+    /// relayed by a neighbour (a direct TTL-7 announce would make the flooder a direct peer of the link): it passes
+    /// every check of MESH-WIRE §4.7.4; only the number of them is hostile.
+    public static func floodAnnounce(_ index: Int, at time: UInt64) throws -> [UInt8] {
+        let noise = X25519PrivateKey.generate().publicKey
+        let signing = Ed25519PrivateKey.generate()
+        let payload = try AnnouncePayload(
+            nickname: "flood\(index)", noisePublicKey: noise, signingPublicKey: signing.publicKey.rawRepresentation).encode()
+        var packet = try MeshPacket(type: .announce, timestamp: time, sender: MeshPeerID(noisePublicKey: noise), payload: payload)
+            .signed(with: signing)
+        packet.ttl = 1
+        return try packet.encode()
     }
 }

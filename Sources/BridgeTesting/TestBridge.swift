@@ -23,7 +23,7 @@ public final class TestBridge: @unchecked Sendable {
     let segments: [Segment]
     let relays: [LoopbackRelay]
     let site: Site
-    private let state = Mutex<(runtime: BridgeRuntime?, running: RunningBridge?)>((nil, nil))
+    private let state = Mutex<(runtime: BridgeRuntime?, running: RunningBridge?, transport: SegmentTransport?)>((nil, nil, nil))
 
     init(name: String, environment: [String: String], segments: [Segment], relays: [LoopbackRelay], site: Site) throws {
         self.name = name
@@ -39,12 +39,15 @@ public final class TestBridge: @unchecked Sendable {
     public var runtime: BridgeRuntime { state.withLock { $0.runtime }! }
     public var coordinator: BridgeCoordinator { runtime.coordinator }
     public var peerID: MeshPeerID { get async { await runtime.node.identity.peerID } }
+    /// The running bridge's radio: its links to the segments.
+    public var transport: SegmentTransport { state.withLock { $0.transport }! }
 
     /// Builds and launches the bridge; returns once every relay has its subscriptions.
     func start() async throws {
         let config = try BridgeConfiguration.resolve(fileText: nil, filePath: "config", environment: environment)
+        let transport = SegmentTransport(segments)
         let host = BridgeHost(
-            time: site.time, transport: SegmentTransport(segments), seed: site.nextSeed(),
+            time: site.time, transport: transport, seed: site.nextSeed(),
             observer: { [activity] item in activity.append(item) })
         let runtime: BridgeRuntime
         do {
@@ -54,7 +57,7 @@ public final class TestBridge: @unchecked Sendable {
         }
         let before = relays.map { $0.subscriptions.all.count }
         let running = runtime.launch()
-        state.withLock { $0 = (runtime, running) }
+        state.withLock { $0 = (runtime, running, transport) }
         for (relay, count) in zip(relays, before) where await relay.subscription(after: count, within: 30) == nil {
             throw WorldError.start(name, "\(relay.url) never got a subscription")
         }
@@ -105,6 +108,12 @@ public final class TestBridge: @unchecked Sendable {
         await activity.first(within: seconds) { item in
             item.messageID == messageID && [.passed, .hidden, .wouldHide].contains(item.kind)
         }
+    }
+
+    /// Whether the bridge verified `phone`'s announce (at once if it did already): wait on it before advancing to a
+    /// round that needs the bridge to know the phone (sync answers only direct peers it verified).
+    public func knows(_ phone: MeshPeerID, within seconds: Double = 20) async -> Bool {
+        await logLine("peer verified", within: seconds) { $0.jsonLine.contains("\"\(phone.hex)\"") } != nil
     }
 
     /// Waits for a log line `message`.

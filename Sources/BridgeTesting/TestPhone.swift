@@ -108,6 +108,14 @@ public final class TestPhone: Sendable {
         return await heard.first(within: seconds) { if case .peerVerified(let p) = $0 { p.id == peer } else { false } } != nil
     }
 
+    /// Whether the phone and `bridge` verified each other's announces: wait on it before advancing to a round that
+    /// needs both (gossip sync answers only direct peers that verified).
+    public func meets(_ bridge: TestBridge, within seconds: Double = 20) async -> Bool {
+        let bridgeID = await bridge.peerID
+        guard await knows(bridgeID, within: seconds) else { return false }
+        return await bridge.knows(id, within: seconds)
+    }
+
     /// What a mesh-only phone does with no internet (NOSTR-GEO §8.1, §9): a chat event signed by its key for
     /// `geohash` (mined to 8 bits, as iOS mines chat), carried `toGateway` (or `toBridge` for a rendezvous `cell`)
     /// in a packet signed by the phone and directed to `bridge`. Returns the event.

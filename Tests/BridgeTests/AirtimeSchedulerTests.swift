@@ -137,7 +137,7 @@ struct AirtimeSchedulerTests {
         // The bridge's default (mirror down): every line of the configured channel is queued twice, as a
         // carrier in its level's lane and as a persona's line in the mirror lane, flood and regular alike.
         // Counted per sender, the regular's 16 items ran past the quota of 12 at its 7th line (6 of 8 crossed
-        // in FloodReachTests with the mirror on).
+        // in the world's `FloodTests` with the mirror on).
         var s = Scheduler()
         s.enqueue(id: -1, lane: "c", sender: "regular", item: "", airtime: 300, now: 0, unitRandom: 0)
         _ = s.due(now: 1) { _, _ in true }

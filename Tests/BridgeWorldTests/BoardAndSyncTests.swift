@@ -32,14 +32,14 @@ struct BoardAndSyncTests {
         let air = site.segment()
         let bridge = try await site.bridge("bridge", relays: [relay], segments: [air])
         let early = await site.phone("early", on: [air], app: .iPhoneWithBoard)
-        #expect(await early.knows(await bridge.peerID))
+        #expect(await early.meets(bridge))
         // Five different lines (near-repeats would be hidden by the filter's repeated-message rule and not kept).
         let said = ["the stage opens at nine", "free water at gate C", "lost a blue jacket near the bar", "who has a charger?", "meet at the big tree"]
         for text in said { await early.say(text) }
         // Kept for sync once judged (within the filter's burst of 6 for one sender).
         #expect(await bridge.log.lines.count(5) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 5)
         let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
-        #expect(await late.knows(await bridge.peerID))
+        #expect(await late.meets(bridge))
         await site.advance(by: 3_000)  // the union round 1 s after a new direct peer, both ways
         for text in said {
             #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.text == text && m.ttl == 0 } else { false } } != nil, "\(text)")
@@ -63,12 +63,12 @@ struct BoardAndSyncTests {
         var speakers: [TestPhone] = []
         for i in 0..<8 { speakers.append(await site.phone("speaker\(i)", on: [air])) }
         for speaker in speakers {
-            #expect(await speaker.knows(await bridge.peerID))
+            #expect(await speaker.meets(bridge))
             for _ in 0..<5 { await speaker.say(Self.chatter(using: &random)) }
         }
         #expect(await bridge.log.lines.count(40) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 40)
         let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
-        #expect(await late.knows(await bridge.peerID))
+        #expect(await late.meets(bridge))
         await site.advance(by: 3_000)
         #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.ttl == 0 } else { false } } != nil, "replies came")
         let sync = await bridge.coordinator.snapshot().sync
@@ -89,7 +89,7 @@ struct BoardAndSyncTests {
         let bridgeB = try await site.bridge("board-b", relays: [relay], segments: [islandB])
         let author = await site.phone("author", on: [islandA], app: .iPhoneWithBoard)
         let listener = await site.phone("listener", on: [islandB], app: .iPhoneWithBoard)
-        #expect(await author.knows(await bridgeA.peerID))
+        #expect(await author.meets(bridgeA))
         let post = try await author.postOnBoard("water point moved to gate C")
         let payload = BoardPayload.post(post).encode()
         let note = try #require(await relay.waitForEvent { $0.kind == 1 && $0.content == "water point moved to gate C" })
@@ -99,7 +99,7 @@ struct BoardAndSyncTests {
         #expect(live.count == 1 && live.first?.ttl == 7)
 
         let lateBefore = await site.phone("late-before", on: [islandB], app: .iPhoneWithBoard)
-        #expect(await lateBefore.knows(await bridgeB.peerID))
+        #expect(await lateBefore.meets(bridgeB))
         await site.advance(by: 3_000)
         #expect(await lateBefore.heardBoard(payload, bySync: true), "bridge B serves the post by sync")
 
@@ -107,7 +107,7 @@ struct BoardAndSyncTests {
         #expect(await relay.waitForEvent { $0.kind == 5 && $0.tags.contains(["e", note.id.hex]) } != nil)
         #expect(await listener.heardBoard(tombstone))
         let lateAfter = await site.phone("late-after", on: [islandB], app: .iPhoneWithBoard)
-        #expect(await lateAfter.knows(await bridgeB.peerID))
+        #expect(await lateAfter.meets(bridgeB))
         await site.advance(by: 3_000)
         #expect(await lateAfter.heardBoard(tombstone, bySync: true))
         let served = lateAfter.boardPackets.filter(\.rsr).map(\.payload)

@@ -13,7 +13,7 @@ extension BridgeMachine {
         let nowMs = Self.ms(now)
         switch action {
         case .peerVerified(let peer):
-            var actions: [Action] = []
+            var actions: [Action] = [.log(LogLine(.debug, "peer verified", [("mesh.peer", .string(peer.id.hex))]))]
             if let sighting = try? IdentitySighting.mesh(
                 noiseKey: peer.noisePublicKey, signingKey: peer.signingPublicKey.rawRepresentation, peerID: peer.id.rawValue,
                 nickname: peer.nickname)

@@ -329,7 +329,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     /// each with its carrier and its mirror line) arriving faster than the queue turns over within a hold —
     /// 400 items a second against 60 per 0.2 s — dropping the oldest pushed out every item before its hold
     /// ended (or, ready, before the next budget slot), so the flood's keys got no airtime at all while it
-    /// lasted (issue 14, `FloodReachTests` with the mirror on). Kept items wait at most the queue's two
+    /// lasted (issue 14, the world's `FloodTests` with the mirror on). Kept items wait at most the queue's two
     /// minutes of budget, well inside the ±900 s phones accept.
     private func victimIndex(incoming: Pending, now: Double) -> Int? {
         // Items waiting are counted per lane, as the backlog is: a sender's carrier and its mirror line are

@@ -1,0 +1,203 @@
+import BotCrypto
+import BotSupport
+import BridgeApp
+import BridgeCore
+import BridgeTesting
+import Foundation
+import Mesh
+import Nostr
+import Testing
+
+/// Floods in the in-process world (issue 14's "Done when", issue 22 part 4): a valid 20,000-key flood on the relay
+/// side, a 20,000-identity announce flood on the radio side; what established senders said still crosses.
+@Suite("World: floods")
+struct FloodTests {
+    static let floodKeys = 20_000
+    static let lines = 8
+    /// What the regular says: unlike one another (near-copies from one sender are the repeated-message rule's).
+    static let said = [
+        "stage two opens late tonight", "free water refill at the north gate", "lost and found is behind the info tent",
+        "the shuttle leaves every half hour", "first aid moved next to the food court", "campsite C has hot showers again",
+        "fireworks right after the headliner", "last bus back to town leaves at one",
+    ]
+
+    /// Before: the relay's verification budget (burst 400, 200/s) ran out within the first second and the regular's
+    /// lines were dropped `over_budget` unverified with the flood, and what was verified went into a first-in-first-out
+    /// queue the flood kept full (0 of 8). Now the regular — on the operator's allow list, a protected relationship —
+    /// is a priority author: its lines draw on its own verification reserve and the downlink schedule serves them
+    /// ahead of the first-contact keys once the minute's budget frees up. The text mirror is on (the default): each
+    /// line is a carrier and a persona's mirror line under one budget, the flood's as well as the regular's.
+    @Test("a valid 20,000-key flood at 1,000 events a second: ≥ 7 of an allowed regular's 8 lines cross onto the mesh, each once; the flood is held to the budget")
+    func establishedSenderThroughAFlood() async throws {
+        let site = Site(name: "flood")
+        let relay = try site.relay()
+        let air = site.segment()
+        let regular = try SchnorrSecretKey(bytes: [UInt8](repeating: 0x5a, count: 32))
+        try Self.allow("nostr:\(regular.publicKey.hex)", dataDirectory: site.directory + "/gateway")
+        // A gateway only (no rendezvous, no channel levels): what crosses is the channel's.
+        let bridge = try await site.bridge(
+            "gateway", relays: [relay], segments: [air], settings: ["BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none"])
+        let reader = await site.phone("reader", on: [air])
+        #expect(await reader.meets(bridge))
+
+        // 20 seconds of 1,000 fresh keys each; one regular line every 2,500 flood events, stamped 15 s apart within
+        // the last two minutes (the spam filter judges timestamps: 8 lines in one second would be a burst over 6).
+        let start = Int64(site.now)
+        var regularIDs: [EventID] = []
+        let spacing = Self.floodKeys / Self.lines
+        for i in 0..<Self.floodKeys {
+            var seed = [UInt8](repeating: 0, count: 28) + withUnsafeBytes(of: UInt32(i + 1).bigEndian, Array.init)
+            seed[0] = 1
+            let key = try SchnorrSecretKey(bytes: seed)
+            relay.post(try UnsignedEvent(pubkey: key.publicKey, createdAt: start, kind: 20000, tags: [["g", "u4pruy"]], content: "f\(i)")
+                .signed(with: key, auxiliaryRandomness: [UInt8](repeating: 0, count: 32)))
+            if i % spacing == spacing / 2 {
+                let line = try UnsignedEvent(
+                    pubkey: regular.publicKey, createdAt: start - Int64(15 * (Self.lines - regularIDs.count)), kind: 20000,
+                    tags: [["g", "u4pruy"], ["n", "regular"]], content: Self.said[regularIDs.count]
+                ).signed(with: regular, auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
+                relay.post(line)
+                regularIDs.append(line.id)
+            }
+            if i % 1_000 == 999 { await site.advance(by: 1_000) }
+        }
+        #expect(regularIDs.count == Self.lines)
+        // Every regular line is judged (none dropped unverified with the flood).
+        for id in regularIDs { #expect(await bridge.verdict(on: id.hex)?.kind == .passed, "\(id.hex)") }
+
+        // The first carriers spend the minute's budget within the first seconds; the regular's lines wait for the
+        // window and go first: within 60 s and the holds after the last line arrived.
+        for _ in 0..<15 where regularIDs.contains(where: { reader.carriers(of: $0).isEmpty }) { await site.advance(by: 10_000) }
+        var crossed = 0
+        for id in regularIDs where await reader.carrier(of: id, within: 2) != nil { crossed += 1 }
+        #expect(crossed >= 7, "\(crossed) of \(Self.lines) of the regular's lines crossed")
+        for id in regularIDs { #expect(reader.carriers(of: id).count <= 1, "\(id.hex) carried twice") }
+        // The flood was real and contended: the budget let only a sliver of it onto the mesh.
+        let carried = reader.heard.count { if case .carrier = $0 { true } else { false } }
+        #expect(carried - crossed > 0 && carried - crossed < 200, "\(carried - crossed) flood carriers")
+        // Every frame reached the bridge's pool; the flood beyond its verification budget was dropped unverified.
+        let metrics = await bridge.runtime.metricsText()
+        #expect(Self.sample(metrics, "bridge_relay_frames_received_total{") >= Double(Self.floodKeys + Self.lines))
+        #expect(Self.sample(metrics, "bridge_relay_dropped_total{", "reason=\"over_budget\"") > 0)
+        await site.stop()
+    }
+
+    /// The value of the first sample whose line starts with `prefix` and contains `label` (0 when none).
+    static func sample(_ metrics: String, _ prefix: String, _ label: String = "") -> Double {
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) && (label.isEmpty || $0.contains(label)) }
+        return line?.split(separator: " ").last.flatMap { Double($0) } ?? 0
+    }
+
+    /// Writes the operator's allow list (`policy.json`) into a bridge's data directory before it starts.
+    static func allow(_ key: String, dataDirectory: String) throws {
+        try FileIO.makeDirectory(dataDirectory, mode: 0o700)
+        try FileIO.writeAtomically(Array(#"{"allow": ["\#(key)"]}"#.utf8), to: dataDirectory + "/policy.json", mode: 0o600)
+    }
+}
+
+extension FloodTests {
+    static let phones = 12
+    static let identities = 20_000
+    /// What the phones say and deposit: unlike one another, so the spam filter's cross-user copy rule has no reason
+    /// to hide any.
+    static let phoneLines = [
+        "the main stage opens at eight", "anyone seen a blue backpack near the gate", "water refill by the north bar is free",
+        "lost my friend Anna, tall, red jacket", "the silent disco starts after midnight", "shuttle to town leaves every half hour",
+        "first aid tent moved behind the food court", "great set from the drummers just now", "campsite C has no showers left",
+        "who wants to share a taxi on Sunday", "found keys with a yellow tag at info", "sunset over the lake was amazing",
+        "queue at the token booth is huge right now", "band on the forest stage cancelled tonight", "need a phone charger, will pay",
+        "the vegan stall sells out by nine", "meet at the ferris wheel at ten", "rain expected around four, bring ponchos",
+        "left a green tent open by mistake, sorry", "kids area closes at seven today", "the bridge by the river is muddy",
+        "fireworks start right after the headliner", "selling one spare wristband at face value", "thanks to the crew cleaning the field",
+        "lost wallet near stage two, brown leather", "coffee cart opens at seven tomorrow", "bike parking is full at the east gate",
+        "cold beer at the south bar, short queue", "mind the cables behind the sound desk", "yoga on the hill at nine in the morning",
+        "shade tent has free sunscreen", "drone show cancelled because of wind", "someone is playing guitar by campfire six",
+        "the last bus back leaves at one", "late night food truck by camp B", "good night everyone, see you tomorrow",
+    ]
+
+    /// Issue 14's mesh "Done when": after a 20,000-identity announce flood, established phones' messages and deposits
+    /// still cross (≥ 11 of 12) and `bridge_mesh_peers` returns to the real count. The bridge forgets a silent peer
+    /// after 30 s here (iPhones announce every 15 ± 4 s, so the phones never go that long; the flood's identities do).
+    @Test("after a 20,000-identity announce flood on island A, established phones' messages and deposits cross (≥ 11 of 12), bridge_mesh_peers returns to the real count, evictions, time-outs and drops are on /metrics by reason")
+    func establishedPhonesCrossAfterAnAnnounceFlood() async throws {
+        let site = Site(name: "meshflood")
+        let relay = try site.relay()
+        let islandA = site.segment(), islandB = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [islandA, islandB], settings: ["BRIDGE_MESH_PEER_TIMEOUT": "30"])
+        let reader = await site.phone("reader", on: [islandB])
+        #expect(await reader.meets(bridge))
+        // Established: each phone's first line is traffic evidence (`PeerTable`, `Evidence.traffic`); the reader
+        // hearing it proves the bridge verified and relayed it.
+        var phones: [TestPhone] = []
+        for i in 0..<Self.phones {
+            let phone = await site.phone("phone\(i)", on: [islandA])
+            #expect(await phone.meets(bridge))
+            phones.append(phone)
+        }
+        let hellos = await Self.say(phones, lines: 0)
+        await site.advance(by: 1_000)
+        for id in hellos { #expect(await reader.message(id) != nil) }
+
+        // The flood: 20,000 fresh, validly signed identities on island A, 1,000 every 50 ms, from a radio in range of
+        // the bridge only. It shares the bridge's one link and inbound queue on island A with the phones.
+        for batch in 0..<(Self.identities / 1_000) {
+            islandA.transmit(try (0..<1_000).map { try Segment.floodAnnounce(batch * 1_000 + $0, at: site.time.nowMs()) }, only: bridge.transport)
+            await site.advance(by: 50)
+        }
+        // A barrier: a phone's line said after the flood is judged once the bridge has worked through what the flood
+        // left in its queue (one link, one inbound queue, in order); then time moves for its relay.
+        let barrier = await phones[0].say("the flood is over, say hi")
+        #expect(await bridge.verdict(on: barrier, within: 60)?.kind == .passed, "the barrier was judged")
+        await site.advance(by: 1_000)
+        #expect(await reader.message(barrier) != nil, "the barrier crossed")
+
+        // Each phone says one line and deposits one event.
+        let said = await Self.say(phones, lines: Self.phones)
+        var deposits: [EventID] = []
+        for (i, phone) in phones.enumerated() {
+            deposits.append(try await phone.deposit(Self.phoneLines[2 * Self.phones + i], geohash: "u4pruy", to: await bridge.peerID, rendezvous: true).id)
+        }
+        for id in said { #expect(await bridge.verdict(on: id)?.kind == .passed) }
+        await site.advance(by: 2_000)
+        var relayed = 0, published = 0
+        for id in said where await reader.message(id, within: 5) != nil { relayed += 1 }
+        for id in deposits where await relay.waitForEvent(within: 5, { $0.id == id }) != nil { published += 1 }
+        #expect(relayed >= 11, "\(relayed) of 12 messages of established phones relayed to island B after the flood")
+        #expect(published >= 11, "\(published) of 12 deposits of established phones published after the flood")
+
+        // The real count once the flood's identities have timed out: the 12 phones and the reader (the bridge does
+        // not count itself); ±1 for an announce a phone's relay re-sent late or one lost in the flood. The table's
+        // books balance (added − lost = peers: no leak).
+        await site.advance(by: 45_000)
+        // A barrier after the time-outs: the bridge's node handles its expiry before a line that came after it.
+        let settled = await phones[1].say("still here after the quiet")
+        #expect(await bridge.verdict(on: settled)?.kind == .passed)
+        let metrics = await bridge.runtime.metricsText()
+        let peers = Self.sample(metrics, "bridge_mesh_peers")
+        let real = Double(Self.phones + 1)
+        #expect((real - 1...real + 1).contains(peers), "bridge_mesh_peers \(peers) after the peer timeout, the real count is \(real)")
+        let added = Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"added\"")
+        let lost = Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_")
+        #expect(added - lost == peers, "peer events balance: \(added) added − \(lost) lost = \(peers) in the table")
+        #expect(Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_evicted\"") > 0, "evictions by reason")
+        #expect(Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_timeout\"") >= 1_000, "the flood's identities timed out")
+        let drops = metrics.split(separator: "\n").filter { line in
+            ["bridge_mesh_transport_dropped_total{", "bridge_mesh_ingress_dropped_total{", "bridge_mesh_node_dropped_total{"].contains { line.hasPrefix($0) }
+        }
+        #expect(drops.allSatisfy { $0.contains("reason=\"") }, "every drop series names its reason: \(drops)")
+        await site.stop()
+    }
+
+    /// One line from each phone (`phoneLines[first + i]`); their stable IDs.
+    static func say(_ phones: [TestPhone], lines first: Int) async -> [String] {
+        var ids: [String] = []
+        for (i, phone) in phones.enumerated() { ids.append(await phone.say(phoneLines[first + i])) }
+        return ids
+    }
+
+    /// The sum of every sample whose line starts with `prefix` and contains `label`.
+    static func total(_ metrics: String, _ prefix: String, _ label: String) -> Double {
+        metrics.split(separator: "\n").filter { $0.hasPrefix(prefix) && $0.contains(label) }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+    }
+}
