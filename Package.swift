@@ -121,8 +121,8 @@ let package = Package(
         .target(
             name: "BridgeTesting",
             dependencies: [
-                "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Mesh", "MeshRuntime", "MeshSync",
-                "Moderation", "ModerationLog", "Nostr",
+                "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Identity", "IdentityCache", "Mesh",
+                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr",
             ]
         ),
 
@@ -175,7 +175,7 @@ let package = Package(
             name: "BridgeWorldTests",
             dependencies: [
                 "BridgeTesting", "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime",
-                "MeshSync", "Nostr", "Identity", "Moderation", "ModerationLog", "SpamFilter",
+                "MeshSync", "Nostr", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter",
             ]
         ),
         .testTarget(

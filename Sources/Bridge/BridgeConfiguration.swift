@@ -297,25 +297,159 @@ public struct BridgeConfiguration: Sendable {
     public static func resolve(fileText: String?, filePath: String = "config", environment: [String: String])
         throws(ConfigurationError) -> BridgeConfiguration
     {
-        var file: [(String, JSONValue)] = []
-        if let fileText {
+        let file = try parseFile(fileText, path: filePath)
+        for (key, _) in file where !fields.contains(where: { $0.key == key }) { throw .unknownField(key) }
+        var settings = SettingsReader(file: file, environment: environment)
+
+        guard let geohashText = try settings.string("geohash") else { throw .missing(field: "geohash") }
+        let geohash: GeohashCell
+        do {
+            geohash = try GeohashCell(geohashText)
+        } catch {
+            throw .invalid(field: "geohash", value: geohashText, reason: "must be a lowercase geohash of 1–12 characters")
+        }
+        let nickname = try settings.string("nickname") ?? "bridge"
+        guard !nickname.isEmpty, nickname.count <= Limits.maxNicknameLength, !nickname.contains("#"),
+            nickname == nickname.trimmingSpaces
+        else {
+            throw .invalid(field: "nickname", value: nickname, reason: "must be 1–15 characters, no '#', no edge spaces")
+        }
+        let dataDirectory = try settings.string("data_dir")
+        let (relays, relayDirectory) = try resolveRelays(&settings)
+        let relayFile = try settings.string("relay_file")
+        let relayCAFile = try settings.string("relay_ca_file")
+        if let relayCAFile, relayCAFile.isEmpty {
+            throw .invalid(field: "relay_ca_file", value: "", reason: "must be a file path (leave it out for the system store)")
+        }
+        let mesh = try MeshSetting(parsing: try settings.string("mesh") ?? "bluez")
+        let mirror = try resolveMirror(&settings)
+        let shadow = try settings.bool("shadow", default: false)
+        let gateway = try settings.bool("gateway", default: true)
+        let channelLevels = try parseChannelLevels(settings.raw("channel_levels"), geohash: geohash)
+        let rendezvous = try settings.bool("rendezvous", default: geohash.precision >= 6)
+        if rendezvous && geohash.precision < 6 {
+            throw .invalid(field: "rendezvous", value: "on", reason: "needs a geohash of at least 6 characters")
+        }
+        let httpListen = try resolveHTTPListen(&settings)
+        let powBits = try settings.integer("pow_bits", default: 16, in: 0...Limits.maxPowBits, reason: "must be a whole number from 0 to 32")
+        let meshPeerTimeout = try settings.integer(
+            "mesh_peer_timeout", default: Limits.defaultMeshPeerTimeout, in: Limits.meshPeerTimeoutRange,
+            reason: "must be a whole number of seconds from 5 to 3600")
+        let syncReplyBudget = try settings.integer(
+            "sync_reply_budget", default: Limits.defaultSyncReplyBudget, in: Limits.syncReplyBudgetRange,
+            reason: "must be a whole number of bytes per 60 s from 4096 to 4194304")
+        let operatorKeys = try resolveOperatorKeys(&settings)
+        let fleetSite = try settings.string("fleet_site") ?? geohash.string
+        guard !fleetSite.isEmpty, fleetSite.utf8.count <= UnverifiedEvent.Limits.maxTagElementBytes else {
+            throw .invalid(field: "fleet_site", value: fleetSite, reason: "must be 1–\(UnverifiedEvent.Limits.maxTagElementBytes) bytes")
+        }
+        let levelText = try settings.string("log_level") ?? "info"
+        guard let logLevel = LogLevel(name: levelText) else {
+            throw .invalid(field: "log_level", value: levelText, reason: "must be trace, debug, info, notice, warning or error")
+        }
+        let spam = try settings.object("spam")
+        let modlog = try settings.object("modlog")
+        var configuration = BridgeConfiguration(
+            geohash: geohash, nickname: nickname, dataDirectory: dataDirectory, relays: relays,
+            relayDirectory: relayDirectory, relayFile: relayFile, mesh: mesh, mirrorDownlink: mirror.down,
+            mirrorUplink: mirror.up, shadow: shadow, gateway: gateway, channelLevels: channelLevels, rendezvous: rendezvous,
+            httpListen: httpListen, powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: [:])
+        configuration.meshPeerTimeoutSeconds = meshPeerTimeout
+        configuration.syncReplyBudgetBytes = syncReplyBudget
+        configuration.operatorKeys = operatorKeys
+        configuration.fleetSite = fleetSite
+        configuration.relayCAFile = relayCAFile
+        configuration.warnings = unknownVariables(in: environment)
+        configuration.sources = settings.sources
+        return configuration
+    }
+
+    /// The config file's top-level object (none without a file).
+    private static func parseFile(_ text: String?, path: String) throws(ConfigurationError) -> [(String, JSONValue)] {
+        guard let text else { return [] }
+        do {
+            guard let object = try JSONParser(limits: .init(maxBytes: Limits.maxFileBytes, maxDepth: 16)).parse(text).objectValue else {
+                throw ConfigurationError.file(path: path, reason: "must be a JSON object")
+            }
+            return object
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw .file(path: path, reason: "not valid JSON (\(error))")
+        }
+    }
+
+    /// `relays` (each a ws/wss URL) and `relay_directory` (off needs at least one relay).
+    private static func resolveRelays(_ settings: inout SettingsReader) throws(ConfigurationError) -> ([String], Bool) {
+        let relays = try settings.strings("relays", what: "URL strings")
+        for url in relays {
             do {
-                guard let object = try JSONParser(limits: .init(maxBytes: Limits.maxFileBytes, maxDepth: 16))
-                    .parse(fileText).objectValue
-                else { throw ConfigurationError.file(path: filePath, reason: "must be a JSON object") }
-                file = object
-            } catch let error as ConfigurationError {
-                throw error
+                _ = try NetworkURL.parse(url, schemes: ["ws", "wss"])
             } catch {
-                throw .file(path: filePath, reason: "not valid JSON (\(error))")
+                throw .invalid(field: "relays", value: url, reason: error.description)
             }
         }
-        for (key, _) in file where !fields.contains(where: { $0.key == key }) { throw .unknownField(key) }
+        let relayDirectory = try settings.bool("relay_directory", default: true)
+        if !relayDirectory && relays.isEmpty {
+            throw .invalid(field: "relays", value: "", reason: "with relay_directory off, at least one relay is needed")
+        }
+        return (relays, relayDirectory)
+    }
+
+    /// `text_mirror`: down by default (reach issue): the channel is public on Nostr already, so no consent question
+    /// arises, and it is the only way Android phones (no carrier type 0x28) see it. Up stays opt-in.
+    private static func resolveMirror(_ settings: inout SettingsReader) throws(ConfigurationError) -> (down: Bool, up: Bool) {
+        let text = try settings.string("text_mirror") ?? "down"
+        switch text {
+        case "off": return (false, false)
+        case "down": return (true, false)
+        case "up": return (false, true)
+        case "both": return (true, true)
+        default: throw .invalid(field: "text_mirror", value: text, reason: "must be off, down, up or both")
+        }
+    }
+
+    /// `http_listen`: HOST:PORT on a loopback host or an IP address, or off (nil).
+    private static func resolveHTTPListen(_ settings: inout SettingsReader) throws(ConfigurationError) -> String? {
+        let listen = try settings.string("http_listen") ?? "127.0.0.1:9477"
+        guard listen != "off" else { return nil }
+        let reason = "must be HOST:PORT with a loopback host (127.0.0.1, localhost, [::1]) or, with the console token, an IP address (0.0.0.0, [::], 192.0.2.7), or off"
+        let host: String
+        do {
+            host = try NetworkURL.hostAndPort(listen, allowPortZero: false, requirePort: true).host
+        } catch {
+            throw .invalid(field: "http_listen", value: listen, reason: "\(error); " + reason)
+        }
+        guard Limits.loopbackHosts.contains(host) || Self.isIPAddress(host) else {
+            throw .invalid(field: "http_listen", value: listen, reason: "'\(host)' is neither loopback nor an IP address; " + reason)
+        }
+        return listen
+    }
+
+    /// `operator_keys`: hex or npub, each once.
+    private static func resolveOperatorKeys(_ settings: inout SettingsReader) throws(ConfigurationError) -> [XOnlyPublicKey] {
+        var keys: [XOnlyPublicKey] = []
+        for text in try settings.strings("operator_keys", what: "hex or npub strings") {
+            do {
+                let key = try OperatorKeys.parse(text)
+                if !keys.contains(key) { keys.append(key) }
+            } catch {
+                throw .invalid(field: "operator_keys", value: text, reason: error.description)
+            }
+        }
+        return keys
+    }
+
+    /// Reads settings by key from the environment (its `BRIDGE_*` variable wins) or the file, noting where each came
+    /// from.
+    struct SettingsReader {
+        let file: [(String, JSONValue)]
+        let environment: [String: String]
         var sources: [String: ConfigurationSource] = [:]
 
         /// The raw value of `key`: environment text, file JSON, or nil.
-        func raw(_ key: String) -> (text: String?, json: JSONValue?) {
-            let variable = fields.first { $0.key == key }!.environment
+        mutating func raw(_ key: String) -> (text: String?, json: JSONValue?) {
+            let variable = BridgeConfiguration.fields.first { $0.key == key }!.environment
             if !variable.isEmpty, let text = environment[variable] {
                 sources[key] = .environment
                 return (text, nil)
@@ -327,16 +461,18 @@ public struct BridgeConfiguration: Sendable {
             sources[key] = .defaultValue
             return (nil, nil)
         }
-        func string(_ key: String) throws(ConfigurationError) -> String? {
+
+        mutating func string(_ key: String) throws(ConfigurationError) -> String? {
             let (text, json) = raw(key)
             if let text { return text }
             guard let json else { return nil }
             guard let s = json.stringValue else { throw .invalid(field: key, value: JSONWriter.compact(json), reason: "must be a string") }
             return s
         }
-        /// A list setting: comma-separated in the environment, an array of strings in the file (`what` names
-        /// the strings in the error).
-        func strings(_ key: String, what: String) throws(ConfigurationError) -> [String] {
+
+        /// A list setting: comma-separated in the environment, an array of strings in the file (`what` names the
+        /// strings in the error).
+        mutating func strings(_ key: String, what: String) throws(ConfigurationError) -> [String] {
             let (text, json) = raw(key)
             if let text { return commaSeparated(text) }
             guard let json else { return [] }
@@ -345,14 +481,16 @@ public struct BridgeConfiguration: Sendable {
             }
             return array.compactMap(\.stringValue)
         }
+
         /// A whole number in `range` (env text or file number, as written), or `value` when unset.
-        func integer(_ key: String, default value: Int, in range: ClosedRange<Int>, reason: String) throws(ConfigurationError) -> Int {
+        mutating func integer(_ key: String, default value: Int, in range: ClosedRange<Int>, reason: String) throws(ConfigurationError) -> Int {
             let (text, json) = raw(key)
             guard let text = text ?? json.map({ JSONWriter.compact($0) }) else { return value }
             guard let n = Int(text), range.contains(n) else { throw .invalid(field: key, value: text, reason: reason) }
             return n
         }
-        func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
+
+        mutating func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
             let (text, json) = raw(key)
             if let text {
                 switch text.lowercased() {
@@ -366,117 +504,12 @@ public struct BridgeConfiguration: Sendable {
             return b
         }
 
-        guard let geohashText = try string("geohash") else { throw .missing(field: "geohash") }
-        let geohash: GeohashCell
-        do {
-            geohash = try GeohashCell(geohashText)
-        } catch {
-            throw .invalid(field: "geohash", value: geohashText, reason: "must be a lowercase geohash of 1–12 characters")
+        /// A settings object (file only): nil when unset.
+        mutating func object(_ key: String) throws(ConfigurationError) -> JSONValue? {
+            guard let value = raw(key).json else { return nil }
+            guard value.objectValue != nil else { throw .invalid(field: key, value: JSONWriter.compact(value), reason: "must be an object") }
+            return value
         }
-        let nickname = try string("nickname") ?? "bridge"
-        guard !nickname.isEmpty, nickname.count <= Limits.maxNicknameLength, !nickname.contains("#"),
-            nickname == nickname.trimmingSpaces
-        else {
-            throw .invalid(field: "nickname", value: nickname, reason: "must be 1–15 characters, no '#', no edge spaces")
-        }
-        let dataDirectory = try string("data_dir")
-
-        let relays = try strings("relays", what: "URL strings")
-        for url in relays {
-            do {
-                _ = try NetworkURL.parse(url, schemes: ["ws", "wss"])
-            } catch {
-                throw .invalid(field: "relays", value: url, reason: error.description)
-            }
-        }
-        let relayDirectory = try bool("relay_directory", default: true)
-        if !relayDirectory && relays.isEmpty {
-            throw .invalid(field: "relays", value: "", reason: "with relay_directory off, at least one relay is needed")
-        }
-        let relayFile = try string("relay_file")
-        let relayCAFile = try string("relay_ca_file")
-        if let relayCAFile, relayCAFile.isEmpty {
-            throw .invalid(field: "relay_ca_file", value: "", reason: "must be a file path (leave it out for the system store)")
-        }
-        let mesh = try MeshSetting(parsing: try string("mesh") ?? "bluez")
-
-        // Down by default (reach issue): the channel is public on Nostr already, so no consent question
-        // arises, and it is the only way Android phones (no carrier type 0x28) see it. Up stays opt-in.
-        let mirrorText = try string("text_mirror") ?? "down"
-        let mirror: (Bool, Bool)
-        switch mirrorText {
-        case "off": mirror = (false, false)
-        case "down": mirror = (true, false)
-        case "up": mirror = (false, true)
-        case "both": mirror = (true, true)
-        default: throw .invalid(field: "text_mirror", value: mirrorText, reason: "must be off, down, up or both")
-        }
-        let shadow = try bool("shadow", default: false)
-        let gateway = try bool("gateway", default: true)
-        let channelLevels = try parseChannelLevels(raw("channel_levels"), geohash: geohash)
-        let rendezvous = try bool("rendezvous", default: geohash.precision >= 6)
-        if rendezvous && geohash.precision < 6 {
-            throw .invalid(field: "rendezvous", value: "on", reason: "needs a geohash of at least 6 characters")
-        }
-        let listen = try string("http_listen") ?? "127.0.0.1:9477"
-        let httpListen: String? = listen == "off" ? nil : listen
-        if let httpListen {
-            let reason = "must be HOST:PORT with a loopback host (127.0.0.1, localhost, [::1]) or, with the console token, an IP address (0.0.0.0, [::], 192.0.2.7), or off"
-            let host: String
-            do {
-                host = try NetworkURL.hostAndPort(httpListen, allowPortZero: false, requirePort: true).host
-            } catch {
-                throw .invalid(field: "http_listen", value: httpListen, reason: "\(error); " + reason)
-            }
-            guard Limits.loopbackHosts.contains(host) || Self.isIPAddress(host) else {
-                throw .invalid(field: "http_listen", value: httpListen, reason: "'\(host)' is neither loopback nor an IP address; " + reason)
-            }
-        }
-        let powBits = try integer("pow_bits", default: 16, in: 0...Limits.maxPowBits, reason: "must be a whole number from 0 to 32")
-        let meshPeerTimeout = try integer(
-            "mesh_peer_timeout", default: Limits.defaultMeshPeerTimeout, in: Limits.meshPeerTimeoutRange,
-            reason: "must be a whole number of seconds from 5 to 3600")
-        let syncReplyBudget = try integer(
-            "sync_reply_budget", default: Limits.defaultSyncReplyBudget, in: Limits.syncReplyBudgetRange,
-            reason: "must be a whole number of bytes per 60 s from 4096 to 4194304")
-        var operatorKeys: [XOnlyPublicKey] = []
-        for text in try strings("operator_keys", what: "hex or npub strings") {
-            do {
-                let key = try OperatorKeys.parse(text)
-                if !operatorKeys.contains(key) { operatorKeys.append(key) }
-            } catch {
-                throw .invalid(field: "operator_keys", value: text, reason: error.description)
-            }
-        }
-        let fleetSite = try string("fleet_site") ?? geohash.string
-        guard !fleetSite.isEmpty, fleetSite.utf8.count <= UnverifiedEvent.Limits.maxTagElementBytes else {
-            throw .invalid(field: "fleet_site", value: fleetSite, reason: "must be 1–\(UnverifiedEvent.Limits.maxTagElementBytes) bytes")
-        }
-        let levelText = try string("log_level") ?? "info"
-        guard let logLevel = LogLevel(name: levelText) else {
-            throw .invalid(field: "log_level", value: levelText, reason: "must be trace, debug, info, notice, warning or error")
-        }
-        let spam = raw("spam").json
-        if let spam, spam.objectValue == nil {
-            throw .invalid(field: "spam", value: JSONWriter.compact(spam), reason: "must be an object")
-        }
-        let modlog = raw("modlog").json
-        if let modlog, modlog.objectValue == nil {
-            throw .invalid(field: "modlog", value: JSONWriter.compact(modlog), reason: "must be an object")
-        }
-        var configuration = BridgeConfiguration(
-            geohash: geohash, nickname: nickname, dataDirectory: dataDirectory, relays: relays,
-            relayDirectory: relayDirectory, relayFile: relayFile, mesh: mesh, mirrorDownlink: mirror.0,
-            mirrorUplink: mirror.1, shadow: shadow, gateway: gateway, channelLevels: channelLevels, rendezvous: rendezvous,
-            httpListen: httpListen,
-            powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: sources)
-        configuration.warnings = unknownVariables(in: environment)
-        configuration.meshPeerTimeoutSeconds = meshPeerTimeout
-        configuration.syncReplyBudgetBytes = syncReplyBudget
-        configuration.operatorKeys = operatorKeys
-        configuration.fleetSite = fleetSite
-        configuration.relayCAFile = relayCAFile
-        return configuration
     }
 
     /// `run --data-dir DIR`: the option wins over the file and `BRIDGE_DATA_DIR`, as for every other command.

@@ -5,6 +5,8 @@ public import Bridge
 public import BridgeApp
 public import BridgeCore
 import BotStorage
+public import Identity
+public import IdentityCache
 import Mesh
 import MeshRuntime
 public import Moderation
@@ -24,6 +26,8 @@ public final class TestBridge: @unchecked Sendable {
     let relays: [LoopbackRelay]
     let site: Site
     private let state = Mutex<(runtime: BridgeRuntime?, running: RunningBridge?, transport: SegmentTransport?)>((nil, nil, nil))
+    /// The log's length when the bridge last started: what this run logged comes after it.
+    private let started = Mutex(0)
 
     init(name: String, environment: [String: String], segments: [Segment], relays: [LoopbackRelay], site: Site) throws {
         self.name = name
@@ -44,6 +48,7 @@ public final class TestBridge: @unchecked Sendable {
 
     /// Builds and launches the bridge; returns once every relay has its subscriptions.
     func start() async throws {
+        started.withLock { $0 = log.lines.all.count }
         let config = try BridgeConfiguration.resolve(fileText: nil, filePath: "config", environment: environment)
         let transport = SegmentTransport(segments)
         let host = BridgeHost(
@@ -94,6 +99,13 @@ public final class TestBridge: @unchecked Sendable {
         return try ModerationLog(database: database, config: ModerationLogConfig(), logger: nil).records(ModerationQuery(limit: 10_000))
     }
 
+    /// The bridge's stranger-cache record of `key`, read from its database as `bitchat-bridge identities` reads it.
+    public func identity(_ key: IdentityKey) throws -> IdentityRecord? {
+        let database = try SQLiteDatabase(path: "\(dataDirectory)/bridge.sqlite3")
+        defer { database.close() }
+        return try SQLiteIdentityStore(database: database).record(key)
+    }
+
     /// Waits until the bridge has written `count` rows to its moderation log (each write logs `spam hidden`, or in
     /// shadow mode `spam would be hidden (shadow mode)`).
     @discardableResult
@@ -110,10 +122,12 @@ public final class TestBridge: @unchecked Sendable {
         }
     }
 
-    /// Whether the bridge verified `phone`'s announce (at once if it did already): wait on it before advancing to a
-    /// round that needs the bridge to know the phone (sync answers only direct peers it verified).
+    /// Whether the bridge, since it last started, verified `phone`'s announce (at once if it did already): wait on it
+    /// before advancing to a round that needs the bridge to know the phone (sync answers only direct peers it verified).
     public func knows(_ phone: MeshPeerID, within seconds: Double = 20) async -> Bool {
-        await logLine("peer verified", within: seconds) { $0.jsonLine.contains("\"\(phone.hex)\"") } != nil
+        await log.lines.first(after: started.withLock { $0 }, within: seconds) {
+            $0.message == "peer verified" && $0.jsonLine.contains("\"\(phone.hex)\"")
+        } != nil
     }
 
     /// Waits for a log line `message`.

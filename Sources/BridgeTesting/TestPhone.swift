@@ -23,6 +23,8 @@ public final class TestPhone: Sendable {
         case iPhoneWithBoard
         /// Android main.
         case android
+        /// Android main on a low battery: an announce every 300 s (`PowerManager.kt`), otherwise as ``android``.
+        case androidLowBattery
     }
 
     public let name: String
@@ -33,6 +35,8 @@ public final class TestPhone: Sendable {
     /// Every action the phone's engine reported, in order.
     public let heard = Recorder<MeshAction>()
     let transport: SegmentTransport
+    /// The segments the phone is on.
+    public let segments: [Segment]
     let time: any TimeSource
     private let running = Mutex<Task<Void, Never>?>(nil)
     /// With ``App/iPhoneWithBoard``: the app's gossip and board stores and its answers to sync requests.
@@ -47,17 +51,18 @@ public final class TestPhone: Sendable {
         self.noiseKey = noiseKey
         self.signingKey = signingKey
         self.time = time
+        self.segments = segments
         transport = SegmentTransport(segments)
         var configuration = MeshPeerEngine.Configuration()
         var capabilities: PeerCapabilities?
         switch app {
         case .iPhone: break
         case .iPhoneWithBoard: configuration.sync = SyncRequester.Configuration()
-        case .android:
+        case .android, .androidLowBattery:
             // Android main `09b481f1`: capabilities 0x0100 (private media) in its announces, an announce every 30 s
             // (`PowerManager.kt`'s normal cadence; 300 s on a low battery), silent peers kept 180 s.
             capabilities = [.privateMedia]
-            configuration.announceIntervalMs = 30_000
+            configuration.announceIntervalMs = app == .android ? 30_000 : 300_000
             configuration.peerTimeoutMs = 180_000
         }
         let identity = MeshIdentity(noisePublicKey: noiseKey.publicKey, signingKey: signingKey, nickname: name, capabilities: capabilities)
@@ -222,7 +227,7 @@ public final class TestPhone: Sendable {
     /// `fromGateway` carrier only on the level it views and every `fromBridge` one; Android main shows none.
     public func shows(_ carrier: MeshCarrier, viewing level: String) -> Bool {
         switch app {
-        case .android: false
+        case .android, .androidLowBattery: false
         case .iPhone, .iPhoneWithBoard:
             carrier.payload.direction == .fromBridge || (carrier.payload.direction == .fromGateway && carrier.payload.geohash == level)
         }

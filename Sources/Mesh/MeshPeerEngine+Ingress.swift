@@ -33,37 +33,7 @@ extension MeshPeerEngine {
         random: inout some RandomNumberGenerator,
         into actions: inout [MeshAction]
     ) {
-        if packet.sender == identity.peerID || ownSenders[packet.sender].map({ now < $0 + Limits.ownSenderWindowMs }) == true {
-            counters.ingress.add(.ownEcho)
-            return
-        }
-        if packet.isRSR {
-            // RSR replies are only accepted for a REQUEST_SYNC we sent in the last 30 s to a direct peer of the
-            // link (on a link with none: to the claimed sender); then the timestamp is not checked (§7.4).
-            guard let requester = syncRequester,
-                  requester.acceptsReply(linkPeers: linkPeers[link] ?? [], sender: packet.sender, now: now)
-            else {
-                counters.ingress.add(.unsolicitedRSR)
-                return
-            }
-        }
-        let skew = packet.timestamp > now ? packet.timestamp - now : now - packet.timestamp
-        guard packet.isRSR || skew <= Limits.maxClockSkewMs else {
-            counters.ingress.add(.clockSkew)
-            return
-        }
-        let key = DedupSet.Key(packet)
-        if let pool = dedup.lookup(key, now: now) {
-            counters.dedup.add(MeshDedupEvent(.duplicate, pool))
-            // The same verified origin-TTL announce on a second link (a phone connected both ways over BLE):
-            // its sender is direct there too.
-            if pool != .unverified, packet.type == .announce, packet.ttl == MeshPacket.Limits.originTTL, !reassembled,
-               table[packet.sender] != nil, markDirect(packet.sender, on: link, now: now)
-            {
-                report(table.setDirect(packet.sender, true, counters: &counters), into: &actions)
-            }
-            return
-        }
+        guard let key = admit(packet, on: link, reassembled: reassembled, now: now, into: &actions) else { return }
         counters.received.add(packet.type)
 
         let addressedToUs = packet.recipient == identity.peerID
@@ -93,18 +63,7 @@ extension MeshPeerEngine {
         case .fragment:
             assessment = handleFragment(packet, on: link, addressedToUs: addressedToUs, now: now, random: &random, into: &actions)
         case .requestSync:
-            // Decoded for robustness and counting; with sync on, the owner's responder makes every check (§9.4).
-            do {
-                _ = try RequestSyncPayload.decode(packet.payload)
-                assessment = .unverified
-                if syncRequester != nil {
-                    actions.append(.syncRequest(link: link, SyncRequestInput(
-                        packet: packet, linkPeers: linkPeers[link] ?? [], pinnedKey: table.signingKey(of: packet.sender))))
-                }
-            } catch {
-                counters.decode.add(MeshDecodeRejection(.requestSync, error))
-                assessment = .rejected
-            }
+            assessment = handleSyncRequest(packet, on: link, into: &actions)
         case .boardPost where syncRequester != nil:
             // The owner's board store decides; only an accepted post or tombstone is relayed (BOARD.md §7).
             actions.append(.boardPacket(packet, link: link))
@@ -127,6 +86,60 @@ extension MeshPeerEngine {
             return
         }
         if relay { self.relay(packet, from: link, now: now, random: &random, into: &actions) }
+    }
+
+    /// The checks before a packet's type is looked at: not our own echo, an RSR reply only to our request, the clock
+    /// within the skew, not a duplicate. Its dedup key when it passes; nil (counted) when not.
+    mutating func admit(
+        _ packet: MeshPacket, on link: MeshLinkID, reassembled: Bool, now: UInt64, into actions: inout [MeshAction]
+    ) -> DedupSet.Key? {
+        if packet.sender == identity.peerID || ownSenders[packet.sender].map({ now < $0 + Limits.ownSenderWindowMs }) == true {
+            counters.ingress.add(.ownEcho)
+            return nil
+        }
+        if packet.isRSR {
+            // RSR replies are only accepted for a REQUEST_SYNC we sent in the last 30 s to a direct peer of the
+            // link (on a link with none: to the claimed sender); then the timestamp is not checked (§7.4).
+            guard let requester = syncRequester,
+                  requester.acceptsReply(linkPeers: linkPeers[link] ?? [], sender: packet.sender, now: now)
+            else {
+                counters.ingress.add(.unsolicitedRSR)
+                return nil
+            }
+        }
+        let skew = packet.timestamp > now ? packet.timestamp - now : now - packet.timestamp
+        guard packet.isRSR || skew <= Limits.maxClockSkewMs else {
+            counters.ingress.add(.clockSkew)
+            return nil
+        }
+        let key = DedupSet.Key(packet)
+        if let pool = dedup.lookup(key, now: now) {
+            counters.dedup.add(MeshDedupEvent(.duplicate, pool))
+            // The same verified origin-TTL announce on a second link (a phone connected both ways over BLE):
+            // its sender is direct there too.
+            if pool != .unverified, packet.type == .announce, packet.ttl == MeshPacket.Limits.originTTL, !reassembled,
+               table[packet.sender] != nil, markDirect(packet.sender, on: link, now: now)
+            {
+                report(table.setDirect(packet.sender, true, counters: &counters), into: &actions)
+            }
+            return nil
+        }
+        return key
+    }
+
+    /// A REQUEST_SYNC: decoded for robustness and counting; with sync on, the owner's responder makes every check (§9.4).
+    mutating func handleSyncRequest(_ packet: MeshPacket, on link: MeshLinkID, into actions: inout [MeshAction]) -> Assessment {
+        do {
+            _ = try RequestSyncPayload.decode(packet.payload)
+        } catch {
+            counters.decode.add(MeshDecodeRejection(.requestSync, error))
+            return .rejected
+        }
+        if syncRequester != nil {
+            actions.append(.syncRequest(link: link, SyncRequestInput(
+                packet: packet, linkPeers: linkPeers[link] ?? [], pinnedKey: table.signingKey(of: packet.sender))))
+        }
+        return .unverified
     }
 
     /// Puts the packet's dedup key in the pool its assessment and its sender's standing choose.

@@ -208,41 +208,15 @@ public struct MeshPeerEngine {
         case .replacePins(let loaded):
             pinBook.replace(with: loaded, keeping: table.peers)
         case .originateSigned(let packet):
-            if ownSenders[packet.sender] == nil, ownSenders.count >= Limits.maxOwnSenders {
-                ownSenders = ownSenders.filter { now < $0.value + Limits.ownSenderWindowMs }
-                if ownSenders.count >= Limits.maxOwnSenders, let oldest = ownSenders.min(by: { $0.value < $1.value })?.key {
-                    ownSenders[oldest] = nil
-                }
-            }
-            ownSenders[packet.sender] = now
-            // Signed already: sent as our own packets are (TTL 7, every link), its signature left as it is.
-            originate(packet, sign: false, into: &actions)
+            originateSigned(packet, now: now, into: &actions)
         case .forgetPins(let ids):
             let held = ids.filter { pinBook[$0] != nil }
             pinBook.forget(held)
             counters.pins.add(.forgotten, held.count)
         case .sendSyncRequest(let peer, let payload):
-            let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
-            let packet = MeshPacket(type: .requestSync, ttl: 0, timestamp: now, sender: identity.peerID, recipient: peer, payload: payload.encode())
-            guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { break }
-            counters.originated.add(.requestSync)
-            transmit(signed, to: targets, delay: 0, into: &actions)
+            sendSyncRequest(to: peer, payload, now: now, into: &actions)
         case .sendSyncReplies(let link, let frames):
-            guard let mtu = links[link] else { break }
-            for frame in frames {
-                if frame.count <= mtu {
-                    actions.append(.transmit(link: link, frame: frame, delayMs: 0))
-                } else if let packet = try? MeshPacket.decode(frame), let pieces = fragmentFrames(of: packet, frame: frame, mtu: mtu) {
-                    // The fragments carry the reply's TTL 0; RSR is set on each so iOS takes them (BOARD.md §8).
-                    for (index, piece) in pieces.enumerated() {
-                        actions.append(.transmit(
-                            link: link, frame: MeshPacket.syncReplyFrame(piece) ?? piece,
-                            delayMs: UInt64(index) * configuration.fragmentSpacingMs))
-                    }
-                } else {
-                    counters.transmit.add(.cannotFragment)
-                }
-            }
+            sendSyncReplies(frames, on: link, into: &actions)
         case .relayBoard(let packet, let ingress):
             relay(packet, from: ingress, now: now, random: &random, into: &actions)
         case .broadcastBoard(var packet):
@@ -252,6 +226,46 @@ public struct MeshPeerEngine {
             transmit(packet, to: Array(links.keys).sorted(), delay: 0, into: &actions)
         }
         return actions
+    }
+
+    /// Someone else's packet, signed already (a board post, a carrier we hand on): sent as our own packets are (TTL 7,
+    /// every link), its signature left as it is; its sender is remembered as ours for a while (its echo is dropped).
+    mutating func originateSigned(_ packet: MeshPacket, now: UInt64, into actions: inout [MeshAction]) {
+        if ownSenders[packet.sender] == nil, ownSenders.count >= Limits.maxOwnSenders {
+            ownSenders = ownSenders.filter { now < $0.value + Limits.ownSenderWindowMs }
+            if ownSenders.count >= Limits.maxOwnSenders, let oldest = ownSenders.min(by: { $0.value < $1.value })?.key {
+                ownSenders[oldest] = nil
+            }
+        }
+        ownSenders[packet.sender] = now
+        originate(packet, sign: false, into: &actions)
+    }
+
+    /// A signed REQUEST_SYNC (TTL 0) to `peer` on every link where it is a direct peer.
+    mutating func sendSyncRequest(to peer: MeshPeerID, _ payload: RequestSyncPayload, now: UInt64, into actions: inout [MeshAction]) {
+        let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
+        let packet = MeshPacket(type: .requestSync, ttl: 0, timestamp: now, sender: identity.peerID, recipient: peer, payload: payload.encode())
+        guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { return }
+        counters.originated.add(.requestSync)
+        transmit(signed, to: targets, delay: 0, into: &actions)
+    }
+
+    /// Sync reply frames onto `link`; one over the link's MTU goes as fragments, each with the reply's TTL 0 and RSR
+    /// set so iOS takes them (BOARD.md §8).
+    mutating func sendSyncReplies(_ frames: [[UInt8]], on link: MeshLinkID, into actions: inout [MeshAction]) {
+        guard let mtu = links[link] else { return }
+        for frame in frames {
+            if frame.count <= mtu {
+                actions.append(.transmit(link: link, frame: frame, delayMs: 0))
+            } else if let packet = try? MeshPacket.decode(frame), let pieces = fragmentFrames(of: packet, frame: frame, mtu: mtu) {
+                for (index, piece) in pieces.enumerated() {
+                    actions.append(.transmit(
+                        link: link, frame: MeshPacket.syncReplyFrame(piece) ?? piece, delayMs: UInt64(index) * configuration.fragmentSpacingMs))
+                }
+            } else {
+                counters.transmit.add(.cannotFragment)
+            }
+        }
     }
 
     // MARK: Origination

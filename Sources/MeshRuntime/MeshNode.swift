@@ -171,6 +171,9 @@ public actor MeshNode {
             case .linkDown(let link): .linkDown(link)
             case .frame(let link, let frame): .frame(link, frame)
             }
+        // The owner's inputs posted before this event go first: a restarted bridge's pins (posted at start) are in the
+        // engine before the first frame, so a pinned phone's deposit right after the restart is not dropped unverified.
+        applyQueuedInputs()
         apply(input)
         wakeIfSooner()
     }

@@ -377,6 +377,66 @@ public final class WebSocketRuntime: @unchecked Sendable {
         onEvent(.ended(connection.id, failure))
     }
 
+    /// A piece of a message: kept up to the size limit (past it, counted and dropped whole); a whole text message
+    /// goes to the owner.
+    private func receive(_ connection: Connection, _ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) {
+        if let input, length > 0 {
+            if connection.discardedBytes > 0 || connection.receive.count + length > configuration.maxMessageBytes {
+                connection.discardedBytes += connection.receive.count + length
+                connection.receive.removeAll()
+            } else {
+                connection.receive.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+            }
+        }
+        if lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0 {
+            if connection.discardedBytes > 0 {
+                onEvent(.oversizedMessage(connection.id, bytes: connection.discardedBytes))
+                connection.discardedBytes = 0
+            } else if lws_frame_is_binary(wsi) == 0 {
+                // Hand the buffer over and start a fresh one: keeping its capacity would make every later
+                // frame copy-on-write a buffer as large as the largest frame seen so far.
+                let message = connection.receive
+                connection.receive = []
+                onEvent(.text(connection.id, message))
+            } else {
+                connection.receive = []  // Nostr is text only.
+            }
+        }
+    }
+
+    /// The connection may write: the close, a pending PING, or the next queued message (-1 closes the connection).
+    private func writable(_ connection: Connection, _ wsi: OpaquePointer) -> Int32 {
+        if connection.closing {
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
+            return -1
+        }
+        if connection.pingPending {
+            connection.pingPending = false
+            // An empty PING: LWS_PRE header room and no payload (a spare byte so the pointer stays inside).
+            let pre = CLibWebSockets_pre()
+            var frame = [UInt8](repeating: 0, count: pre + 1)
+            let written = frame.withUnsafeMutableBufferPointer { pointer -> Int32 in
+                guard let base = pointer.baseAddress else { return -1 }
+                return lws_write(wsi, base + pre, 0, LWS_WRITE_PING)
+            }
+            if written < 0 { return -1 }
+            if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
+            return 0
+        }
+        guard !connection.outbox.isEmpty else { return 0 }
+        let message = connection.outbox.removeFirst()
+        let pre = CLibWebSockets_pre()
+        var buffer = [UInt8](repeating: 0, count: pre + message.count)
+        buffer.replaceSubrange(pre..<buffer.count, with: message)
+        let written = buffer.withUnsafeMutableBufferPointer { pointer -> Int32 in
+            guard let base = pointer.baseAddress else { return -1 }
+            return lws_write(wsi, base + pre, message.count, LWS_WRITE_TEXT)
+        }
+        if written < 0 { return -1 }
+        if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
+        return 0
+    }
+
     fileprivate func handle(
         _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int
     ) -> Int32 {
@@ -398,57 +458,9 @@ public final class WebSocketRuntime: @unchecked Sendable {
                 if !connection.outbox.isEmpty || connection.pingPending { lws_callback_on_writable(wsi) }
             }
         case LWS_CALLBACK_CLIENT_RECEIVE:
-            if let input, length > 0 {
-                if connection.discardedBytes > 0 || connection.receive.count + length > configuration.maxMessageBytes {
-                    connection.discardedBytes += connection.receive.count + length
-                    connection.receive.removeAll()
-                } else {
-                    connection.receive.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
-                }
-            }
-            if lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0 {
-                if connection.discardedBytes > 0 {
-                    onEvent(.oversizedMessage(connection.id, bytes: connection.discardedBytes))
-                    connection.discardedBytes = 0
-                } else if lws_frame_is_binary(wsi) == 0 {
-                    // Hand the buffer over and start a fresh one: keeping its capacity would make every later
-                    // frame copy-on-write a buffer as large as the largest frame seen so far.
-                    let message = connection.receive
-                    connection.receive = []
-                    onEvent(.text(connection.id, message))
-                } else {
-                    connection.receive = []  // Nostr is text only.
-                }
-            }
+            receive(connection, wsi, input, length)
         case LWS_CALLBACK_CLIENT_WRITEABLE:
-            if connection.closing {
-                lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
-                return -1
-            }
-            if connection.pingPending {
-                connection.pingPending = false
-                // An empty PING: LWS_PRE header room and no payload (a spare byte so the pointer stays inside).
-                let pre = CLibWebSockets_pre()
-                var frame = [UInt8](repeating: 0, count: pre + 1)
-                let written = frame.withUnsafeMutableBufferPointer { pointer -> Int32 in
-                    guard let base = pointer.baseAddress else { return -1 }
-                    return lws_write(wsi, base + pre, 0, LWS_WRITE_PING)
-                }
-                if written < 0 { return -1 }
-                if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
-                break
-            }
-            guard !connection.outbox.isEmpty else { break }
-            let message = connection.outbox.removeFirst()
-            let pre = CLibWebSockets_pre()
-            var buffer = [UInt8](repeating: 0, count: pre + message.count)
-            buffer.replaceSubrange(pre..<buffer.count, with: message)
-            let written = buffer.withUnsafeMutableBufferPointer { pointer -> Int32 in
-                guard let base = pointer.baseAddress else { return -1 }
-                return lws_write(wsi, base + pre, message.count, LWS_WRITE_TEXT)
-            }
-            if written < 0 { return -1 }
-            if !connection.outbox.isEmpty { lws_callback_on_writable(wsi) }
+            return writable(connection, wsi)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             if let input, length >= 2 {
                 let bytes = input.assumingMemoryBound(to: UInt8.self)

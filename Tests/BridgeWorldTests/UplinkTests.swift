@@ -87,6 +87,7 @@ struct UplinkTests {
         #expect(await bridge.logLine("replaying pending uplinks") { $0.jsonLine.contains(held.id.hex) } != nil)
         #expect(await relay.waitForEvent { $0.id == held.id } != nil)
         let barrier = try await phone.deposit("said after the restart", geohash: "u4pruy", to: gateway)
+        #expect(await bridge.verdict(on: barrier.id.hex)?.kind == .passed, "the restarted bridge verifies the phone by its pin")
         #expect(await relay.waitForEvent { $0.id == barrier.id } != nil)
         #expect(relay.published.count { $0.id == held.id } == 1, "published exactly once")
         #expect(await bridge.logLine("uplink acknowledged") { $0.jsonLine.contains(barrier.id.hex) } != nil)

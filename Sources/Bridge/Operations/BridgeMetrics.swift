@@ -344,110 +344,137 @@ public struct BridgeMetrics: Sendable, Equatable {
     }
 
     public func snapshot() -> MetricsSnapshot {
-        typealias Label = MetricsSnapshot.Label
-        var s = MetricsSnapshot()
-        for metric in BridgeMetric.allCases { s.declare(metric.rawValue, metric.help, kind: metric.kind) }
-        func add(_ metric: BridgeMetric, _ value: Int) { add(metric, [], Double(value)) }
-        func add(_ metric: BridgeMetric, _ labelValues: [String], _ value: Double) {
-            precondition(labelValues.count == metric.labels.count, "\(metric.rawValue): labels \(metric.labels)")
-            s.add(metric.rawValue, help: metric.help, kind: metric.kind,
-                  labels: zip(metric.labels, labelValues).map { Label($0, $1) }, value: value)
-        }
-        /// One series per key, sorted by label, each under the fixed leading label values `prefix`.
-        func addEach(_ metric: BridgeMetric, _ values: [String: Int], under prefix: [String] = []) {
-            for (label, count) in values.sorted(by: { $0.key < $1.key }) { add(metric, prefix + [label], Double(count)) }
-        }
-        func addEach<K: CounterKey>(_ metric: BridgeMetric, _ values: [K: Int]) {
-            addEach(metric, Dictionary(uniqueKeysWithValues: values.map { ($0.key.label, $0.value) }))
-        }
-        func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = [], labels: (K) -> [String]) {
-            for (key, count) in tally.sortedByLabel { add(metric, prefix + labels(key), Double(count)) }
-        }
-        func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = []) {
-            addTally(metric, tally, under: prefix) { [$0.label] }
-        }
+        var writer = MetricsWriter()
+        writeRelays(&writer)
+        writeBridge(&writer)
+        writeMesh(&writer)
+        writeStores(&writer)
+        writer.add(.uptime, [], uptimeSeconds)
+        return writer.snapshot
+    }
 
+    private func writeRelays(_ w: inout MetricsWriter) {
         let urls = relays.keys.sorted()
-        for url in urls { add(.relayUp, [url], relays[url]?.state == "open" ? 1 : 0) }
-        for url in urls { add(.relayAnswering, [url], relays[url]?.answering == true ? 1 : 0) }
+        for url in urls { w.add(.relayUp, [url], relays[url]?.state == "open" ? 1 : 0) }
+        for url in urls { w.add(.relayAnswering, [url], relays[url]?.answering == true ? 1 : 0) }
         for url in urls {
             let current = relays[url]?.state ?? ""
             var names = Self.relayStateNames
             if !names.contains(current) { names.append(current) }
-            for state in names { add(.relayState, [url, state], state == current ? 1 : 0) }
+            for state in names { w.add(.relayState, [url, state], state == current ? 1 : 0) }
         }
-        for url in urls { add(.relayReconnects, [url], Double(relays[url]?.reconnects ?? 0)) }
-        for url in urls { add(.relayFramesReceived, [url], Double(relays[url]?.framesReceived ?? 0)) }
-        for url in urls { add(.relayEventsDelivered, [url], Double(relays[url]?.delivered ?? 0)) }
-        for url in urls { add(.relayDuplicates, [url], Double(relays[url]?.duplicates ?? 0)) }
-        for url in urls { addEach(.relayDropped, relays[url]?.drops ?? [:], under: [url]) }
-        for url in urls { addEach(.relayConnectFailures, relays[url]?.failures ?? [:], under: [url]) }
-        for url in urls { addEach(.relayConnectionsLost, relays[url]?.losses ?? [:], under: [url]) }
+        for url in urls { w.add(.relayReconnects, [url], Double(relays[url]?.reconnects ?? 0)) }
+        for url in urls { w.add(.relayFramesReceived, [url], Double(relays[url]?.framesReceived ?? 0)) }
+        for url in urls { w.add(.relayEventsDelivered, [url], Double(relays[url]?.delivered ?? 0)) }
+        for url in urls { w.add(.relayDuplicates, [url], Double(relays[url]?.duplicates ?? 0)) }
+        for url in urls { w.addEach(.relayDropped, relays[url]?.drops ?? [:], under: [url]) }
+        for url in urls { w.addEach(.relayConnectFailures, relays[url]?.failures ?? [:], under: [url]) }
+        for url in urls { w.addEach(.relayConnectionsLost, relays[url]?.losses ?? [:], under: [url]) }
         for url in urls {
-            addEach(.relayRejections, relays[url]?.okRejected ?? [:], under: [url, "ok"])
-            addEach(.relayRejections, relays[url]?.closed ?? [:], under: [url, "closed"])
+            w.addEach(.relayRejections, relays[url]?.okRejected ?? [:], under: [url, "ok"])
+            w.addEach(.relayRejections, relays[url]?.closed ?? [:], under: [url, "closed"])
         }
+    }
 
-        add(.eventsReceived, eventsReceived)
-        add(.eventsVerified, eventsVerified)
-        addEach(.eventsRejected, eventsRejected)
-        addEach(.eventsDropped, eventsDropped)
-        addEach(.forwarded, forwarded)
+    private func writeBridge(_ w: inout MetricsWriter) {
+        w.add(.eventsReceived, eventsReceived)
+        w.add(.eventsVerified, eventsVerified)
+        w.addEach(.eventsRejected, eventsRejected)
+        w.addEach(.eventsDropped, eventsDropped)
+        w.addEach(.forwarded, forwarded)
         for (key, count) in hidden.sorted(by: { ($0.key.direction, $0.key.rule) < ($1.key.direction, $1.key.rule) }) {
-            add(.hidden, [key.direction, key.rule], Double(count))
+            w.add(.hidden, [key.direction, key.rule], Double(count))
         }
-        add(.deposits, deposits)
-        addEach(.depositsDropped, depositsDropped)
-        addEach(.carriersDropped, carriersDropped)
-        addEach(.presenceSent, presenceSent)
-        addEach(.queueDepth, queueDepths)
-        addEach(.queueDropped, queueDrops)
+        w.add(.deposits, deposits)
+        w.addEach(.depositsDropped, depositsDropped)
+        w.addEach(.carriersDropped, carriersDropped)
+        w.addEach(.presenceSent, presenceSent)
+        w.addEach(.queueDepth, queueDepths)
+        w.addEach(.queueDropped, queueDrops)
+    }
 
+    private func writeMesh(_ w: inout MetricsWriter) {
         if let transport = meshTransport {
-            add(.meshUp, transport.isUp ? 1 : 0)
-            add(.meshLinks, transport.linksUp)
+            w.add(.meshUp, transport.isUp ? 1 : 0)
+            w.add(.meshLinks, transport.linksUp)
             let t = transport.counters
-            add(.meshFramesReceived, t.framesIn)
-            addTally(.meshTransportDropped, t.inboundDrops, under: ["in"])
-            addTally(.meshTransportDropped, t.outboundDrops, under: ["out"])
+            w.add(.meshFramesReceived, t.framesIn)
+            w.addTally(.meshTransportDropped, t.inboundDrops, under: ["in"])
+            w.addTally(.meshTransportDropped, t.outboundDrops, under: ["out"])
             for (link, counters) in t.links.sorted(by: { $0.key < $1.key }) {
-                addTally(.meshLinkDropped, counters.inboundDrops, under: [link.description, "in"])
-                addTally(.meshLinkDropped, counters.outboundDrops, under: [link.description, "out"])
+                w.addTally(.meshLinkDropped, counters.inboundDrops, under: [link.description, "in"])
+                w.addTally(.meshLinkDropped, counters.outboundDrops, under: [link.description, "out"])
             }
-            add(.meshReconnects, t.reconnects)
+            w.add(.meshReconnects, t.reconnects)
         }
-        add(.meshPeers, meshPeers)
-        addTally(.meshPeerEvents, mesh.peers)
-        addTally(.meshPins, mesh.pins)
-        addTally(.meshPacketsReceived, mesh.received)
-        addTally(.meshPacketsOriginated, mesh.originated)
-        addTally(.meshIngressDropped, mesh.ingress)
-        addTally(.meshDecodeRejected, mesh.decode) { [$0.stage.rawValue, $0.reason.name] }
-        addTally(.meshVerificationFailed, mesh.verification)
-        addTally(.meshFragments, mesh.fragment)
-        addTally(.meshCarriersRejected, mesh.carrier)
-        addTally(.meshDedup, mesh.dedup) { [$0.kind.rawValue, $0.pool.rawValue] }
-        addTally(.meshRelayed, mesh.relay)
-        addTally(.meshRelayGate, mesh.relayGate)
-        addTally(.meshTransmit, mesh.transmit)
-        addEach(.meshNodeDropped, [
+        w.add(.meshPeers, meshPeers)
+        w.addTally(.meshPeerEvents, mesh.peers)
+        w.addTally(.meshPins, mesh.pins)
+        w.addTally(.meshPacketsReceived, mesh.received)
+        w.addTally(.meshPacketsOriginated, mesh.originated)
+        w.addTally(.meshIngressDropped, mesh.ingress)
+        w.addTally(.meshDecodeRejected, mesh.decode) { [$0.stage.rawValue, $0.reason.name] }
+        w.addTally(.meshVerificationFailed, mesh.verification)
+        w.addTally(.meshFragments, mesh.fragment)
+        w.addTally(.meshCarriersRejected, mesh.carrier)
+        w.addTally(.meshDedup, mesh.dedup) { [$0.kind.rawValue, $0.pool.rawValue] }
+        w.addTally(.meshRelayed, mesh.relay)
+        w.addTally(.meshRelayGate, mesh.relayGate)
+        w.addTally(.meshTransmit, mesh.transmit)
+        w.addEach(.meshNodeDropped, [
             MeshNodeDrop.actions: meshNode.droppedActions, .transmits: meshNode.droppedTransmits, .inputs: meshNode.droppedInputs,
             .flushTimeout: meshNode.abandonedAtFlush,
         ])
+    }
 
-        add(.strangerCacheEntries, strangerCacheEntries)
-        add(.strangerCacheEvictions, strangerCacheEvictions)
-        add(.pinRefusals, pinRefusals)
-        add(.blockedKeys, blockedKeys)
-        add(.moderationLogRecords, moderationLogRecords)
-        addEach(.storeFailures, storeFailures)
-        addEach(.syncRequests, syncRequests)
-        addEach(.syncReplies, syncReplies)
-        add(.syncReplyBytes, syncReplyBytes)
-        addEach(.boardPackets, boardPackets)
-        addEach(.fleetLists, fleetLists)
-        addEach(.boardNostr, boardNostr)
-        add(.uptime, [], uptimeSeconds)
-        return s
+    private func writeStores(_ w: inout MetricsWriter) {
+        w.add(.strangerCacheEntries, strangerCacheEntries)
+        w.add(.strangerCacheEvictions, strangerCacheEvictions)
+        w.add(.pinRefusals, pinRefusals)
+        w.add(.blockedKeys, blockedKeys)
+        w.add(.moderationLogRecords, moderationLogRecords)
+        w.addEach(.storeFailures, storeFailures)
+        w.addEach(.syncRequests, syncRequests)
+        w.addEach(.syncReplies, syncReplies)
+        w.add(.syncReplyBytes, syncReplyBytes)
+        w.addEach(.boardPackets, boardPackets)
+        w.addEach(.fleetLists, fleetLists)
+        w.addEach(.boardNostr, boardNostr)
+    }
+}
+
+/// Builds a snapshot from typed metrics: every family declared (so an unset one still has its HELP and TYPE), each
+/// sample's label values checked against the metric's label names.
+struct MetricsWriter {
+    typealias Label = MetricsSnapshot.Label
+    private(set) var snapshot = MetricsSnapshot()
+
+    init() {
+        for metric in BridgeMetric.allCases { snapshot.declare(metric.rawValue, metric.help, kind: metric.kind) }
+    }
+
+    mutating func add(_ metric: BridgeMetric, _ value: Int) { add(metric, [], Double(value)) }
+
+    mutating func add(_ metric: BridgeMetric, _ labelValues: [String], _ value: Double) {
+        precondition(labelValues.count == metric.labels.count, "\(metric.rawValue): labels \(metric.labels)")
+        snapshot.add(metric.rawValue, help: metric.help, kind: metric.kind,
+                     labels: zip(metric.labels, labelValues).map { Label($0, $1) }, value: value)
+    }
+
+    /// One series per key, sorted by label, each under the fixed leading label values `prefix`.
+    mutating func addEach(_ metric: BridgeMetric, _ values: [String: Int], under prefix: [String] = []) {
+        for (label, count) in values.sorted(by: { $0.key < $1.key }) { add(metric, prefix + [label], Double(count)) }
+    }
+
+    mutating func addEach<K: CounterKey>(_ metric: BridgeMetric, _ values: [K: Int]) {
+        addEach(metric, Dictionary(uniqueKeysWithValues: values.map { ($0.key.label, $0.value) }))
+    }
+
+    mutating func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = [], labels: (K) -> [String]) {
+        for (key, count) in tally.sortedByLabel { add(metric, prefix + labels(key), Double(count)) }
+    }
+
+    mutating func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = []) {
+        addTally(metric, tally, under: prefix) { [$0.label] }
     }
 }
