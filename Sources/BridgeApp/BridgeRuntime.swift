@@ -188,6 +188,15 @@ public struct BridgeRuntime: Sendable {
         }
     }
 
+    /// What SIGHUP does: the operator's policy lists (`policy.json`) read again — a malformed file keeps the lists in
+    /// force, logged — and the relay list (``reloadRelays()``).
+    public func reload() {
+        logger.notice("reloading the policy and the relay list", [("signal", .string("SIGHUP")), ("policy.path", .string(stores.policyPath))])
+        let result = Result { () throws(OperatorLists.LoadError) -> OperatorLists in try OperatorLists.load(path: stores.policyPath) }
+        coordinator.submit(.reloadPolicy(result))
+        reloadRelays()
+    }
+
     /// Runs until SIGINT/SIGTERM, then stops the services in reverse order (``services()``) and checkpoints the
     /// database (the WAL folded into the main file and truncated), all within ``Limits/stopDeadline``. SIGHUP
     /// reloads the operator's policy lists (`policy.json`) and the relay list (``reloadRelays()``); every other
@@ -202,12 +211,7 @@ public struct BridgeRuntime: Sendable {
             group.requestStop(signal.name)
         }
         defer { signals.cancel() }
-        let hangups = SignalHandler([.hangup]) { [coordinator, stores, logger] _ in
-            logger.notice("reloading the policy and the relay list", [("signal", .string("SIGHUP")), ("policy.path", .string(stores.policyPath))])
-            let result = Result { () throws(OperatorLists.LoadError) -> OperatorLists in try OperatorLists.load(path: stores.policyPath) }
-            coordinator.submit(.reloadPolicy(result))
-            reloadRelays()
-        }
+        let hangups = SignalHandler([.hangup]) { _ in self.reload() }
         defer { hangups.cancel() }
         let report = await group.run()
         stores.checkpoint(logger: logger)

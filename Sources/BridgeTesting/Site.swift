@@ -97,6 +97,20 @@ public final class Site: @unchecked Sendable {
         }
     }
 
+    /// Moves the clock in steps of `step` ms until `done` holds, at most `limit` ms: for an outcome that follows work
+    /// the world does between steps, whose own timers start only once it is done (a verdict releasing a relay, a sync
+    /// request answered with paced replies) — as real time keeps flowing while a process test waits. `done` should
+    /// wait briefly on the report itself (a ``Recorder`` wait with a short `within`). True when it held.
+    public func advance(until done: () async -> Bool, limit: UInt64 = 10_000, step: UInt64 = 100) async -> Bool {
+        var moved: UInt64 = 0
+        while true {
+            if await done() { return true }
+            guard moved < limit else { return false }
+            await advance(by: step)
+            moved += step
+        }
+    }
+
     /// Stops every bridge gracefully, every phone and every relay.
     public func stop() async {
         let (relays, bridges, phones) = parts.withLock { ($0.relays, $0.bridges, $0.phones) }

@@ -45,49 +45,6 @@ let canMountTmpfs: Bool = {
 
 @Suite("Bridge operations end to end (signals, disk full)", TestEnvironment.needsVenv, .serialized)
 struct BridgeOperationsTests {
-    @Test("SIGHUP reloads policy.json: a newly blocked key stops crossing; a malformed file keeps the block; unblocking lets it cross again")
-    func sighupReloadsPolicy() async throws {
-        let world = World()
-        let (_, bridge, reader) = try await world.startGateway()
-        let policy = "\(world.directory)/gateway/policy.json"
-
-        let before = try await world.postWithKey("hello before the block", as: "mallory")
-        _ = try await reader.waitForLine("mallory's first post crosses") { $0.contains(before.id) }
-
-        // Block mallory and reload.
-        try Data(#"{"block": ["nostr:\#(before.pubkey)"]}"#.utf8).write(to: URL(fileURLWithPath: policy))
-        kill(bridge.pid, SIGHUP)
-        let reloaded = try await bridge.waitForLine(stderr: true, "policy reloaded") {
-            $0.contains("\"policy reloaded\"") && $0.contains(before.pubkey)
-        }
-        #expect(reloaded.contains("policy.block.added"))
-        let blocked = try await world.postWithKey("hello while blocked", as: "mallory")
-        #expect(blocked.pubkey == before.pubkey)
-
-        // A malformed file: the reload fails closed, the block stays.
-        try Data(#"{"block": ["#.utf8).write(to: URL(fileURLWithPath: policy))
-        kill(bridge.pid, SIGHUP)
-        _ = try await bridge.waitForLine(stderr: true, "failed reload") { $0.contains("policy reload failed") }
-        let stillBlocked = try await world.postWithKey("hello after a bad edit", as: "mallory")
-        let barrier = try await world.postWithKey("the stage opens at eight", as: "organiser")
-        _ = try await reader.waitForLine("the barrier") { $0.contains(barrier.id) }
-
-        // Unblock: mallory crosses again.
-        try Data(#"{}"#.utf8).write(to: URL(fileURLWithPath: policy))
-        kill(bridge.pid, SIGHUP)
-        _ = try await bridge.waitForLine(stderr: true, "unblocking reload") { $0.contains("policy.block.removed") }
-        let after = try await world.postWithKey("hello after the unblock", as: "mallory")
-        _ = try await reader.waitForLine("mallory crosses again") { $0.contains(after.id) }
-        try await Task.sleep(for: .seconds(2))  // longest downlink hold: a late carrier of a blocked post
-
-        #expect(carriers(reader, eventID: blocked.id).isEmpty)
-        #expect(carriers(reader, eventID: stillBlocked.id).isEmpty)
-        #expect(carriers(reader, eventID: before.id).count == 1 && carriers(reader, eventID: after.id).count == 1)
-        let hidden = bridge.stderrLines.filter { $0.contains("\"hidden\"") && $0.contains("\"blocked\"") }
-        #expect(hidden.contains { $0.contains(blocked.id) } && hidden.contains { $0.contains(stillBlocked.id) })
-        #expect(bridge.isRunning)
-    }
-
     @Test("SIGTERM under traffic: exit 0 within the stop deadline, a signed leave on the mesh, the database checkpointed and intact")
     func gracefulStop() async throws {
         let world = World()

@@ -40,7 +40,11 @@ struct BoardAndSyncTests {
         #expect(await bridge.log.lines.count(5) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 5)
         let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
         #expect(await late.meets(bridge))
-        await site.advance(by: 3_000)  // the union round 1 s after a new direct peer, both ways
+        // The union round 1 s after a new direct peer, both ways; the replies are paced.
+        #expect(await site.advance(until: {
+            await late.heard.count(said.count, within: 0.05) { if case .publicMessage(let m) = $0 { m.ttl == 0 && said.contains(m.text) } else { false } }.count
+                >= said.count
+        }))
         for text in said {
             #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.text == text && m.ttl == 0 } else { false } } != nil, "\(text)")
         }
