@@ -181,8 +181,8 @@ let package = Package(
         .testTarget(
             name: "BridgeEndToEndTests",
             // BitchatWire, BotCrypto and Nostr only to sign the metrics scenario's floods (fresh identities by the
-            // thousand); SpamFilter as the phone models' ported filter.
-            dependencies: ["BridgeTestSupport", "BotSupport", "BotStorage", "SpamFilter", "BitchatWire", "BotCrypto", "Nostr"]
+            // thousand, BridgeTesting's flooder announces); SpamFilter as the phone models' ported filter.
+            dependencies: ["BridgeTestSupport", "BridgeTesting", "BotSupport", "BotStorage", "SpamFilter", "BitchatWire", "BotCrypto", "Nostr"]
         ),
         .testTarget(
             name: "WebSocketRuntimeTests",

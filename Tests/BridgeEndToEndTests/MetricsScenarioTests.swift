@@ -2,6 +2,7 @@ import BitchatWire
 import BotCrypto
 import BotSupport
 import BridgeTestSupport
+import BridgeTesting
 import Foundation
 import Nostr
 import Testing
@@ -101,20 +102,6 @@ final class RawHubClient: @unchecked Sendable {
             offset += n
         }
     }
-}
-
-/// A flooder's announce: a fresh identity (random Noise key, fresh Ed25519 key), validly signed, TTL 1 as if
-/// relayed by a neighbour (a direct TTL-7 announce would bind the link): it passes every check of MESH-WIRE
-/// §4.7.4; only the number of them is hostile.
-func floodAnnounce(_ index: Int, at time: UInt64) throws -> [UInt8] {
-    let noise = SecureRandom.bytes(32)
-    let signing = Ed25519PrivateKey.generate()
-    let payload = try AnnouncePayload(
-        nickname: "flood\(index)", noisePublicKey: noise, signingPublicKey: signing.publicKey.rawRepresentation).encode()
-    var packet = try MeshPacket(type: .announce, timestamp: time, sender: MeshPeerID(noisePublicKey: noise), payload: payload)
-        .signed(with: signing)
-    packet.ttl = 1
-    return try packet.encode()
 }
 
 /// A channel message from a fresh key as an Android phone with proof of work off sends it (NOSTR-GEO §5.2:
@@ -263,7 +250,7 @@ struct MetricsScenarioTests {
         var sent = 0
         while sent < Self.announceFlood {
             let time = UInt64(Date().timeIntervalSince1970 * 1000)
-            flooder.send(try (sent..<(sent + Self.announceBatch)).map { try floodAnnounce($0, at: time) })
+            flooder.send(try (sent..<(sent + Self.announceBatch)).map { try Segment.floodAnnounce($0, at: time) })
             sent += Self.announceBatch
             let target = Double(sent) * 0.9
             _ = try await scrapeMetrics(port: http, timeout: .seconds(30)) { text in
@@ -275,9 +262,9 @@ struct MetricsScenarioTests {
         // Three hostile frames: bytes that are no packet, an announce whose signature was altered, and one valid
         // announce sent twice (the second a duplicate).
         let time = UInt64(Date().timeIntervalSince1970 * 1000)
-        var forged = try floodAnnounce(Self.announceFlood, at: time)
+        var forged = try Segment.floodAnnounce(Self.announceFlood, at: time)
         forged[forged.count - 1] ^= 0x01
-        let twice = try floodAnnounce(Self.announceFlood + 1, at: time)
+        let twice = try Segment.floodAnnounce(Self.announceFlood + 1, at: time)
         flooder.send([[0xFF, 0x00, 0x01, 0x02], forged, twice, twice])
         // After the flood the gauge is the table's count: every identity added and not lost, no leak.
         let settled = try await scrapeMetrics(port: http, timeout: .seconds(30)) { text in
