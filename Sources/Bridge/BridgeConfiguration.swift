@@ -353,14 +353,13 @@ public struct BridgeConfiguration: Sendable {
             geohash: geohash, nickname: nickname, dataDirectory: dataDirectory, relays: relays,
             relayDirectory: relayDirectory, relayFile: relayFile, mesh: mesh, mirrorDownlink: mirror.down,
             mirrorUplink: mirror.up, shadow: shadow, gateway: gateway, channelLevels: channelLevels, rendezvous: rendezvous,
-            httpListen: httpListen, powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: [:])
+            httpListen: httpListen, powBits: powBits, logLevel: logLevel, spam: spam, modlog: modlog, sources: settings.sources)
         configuration.meshPeerTimeoutSeconds = meshPeerTimeout
         configuration.syncReplyBudgetBytes = syncReplyBudget
         configuration.operatorKeys = operatorKeys
         configuration.fleetSite = fleetSite
         configuration.relayCAFile = relayCAFile
         configuration.warnings = unknownVariables(in: environment)
-        configuration.sources = settings.sources
         return configuration
     }
 

@@ -99,6 +99,10 @@ public final class TestBridge: @unchecked Sendable {
         return try ModerationLog(database: database, config: ModerationLogConfig(), logger: nil).records(ModerationQuery(limit: 10_000))
     }
 
+    /// `/metrics` as a scrape reads it: the runtime's page, parsed by the project's Prometheus parser (a malformed
+    /// page fails the test).
+    public func metrics() async throws -> MetricsSnapshot { try PrometheusText.parse(await runtime.metricsText()) }
+
     /// The bridge's stranger-cache record of `key`, read from its database as `bitchat-bridge identities` reads it.
     public func identity(_ key: IdentityKey) throws -> IdentityRecord? {
         let database = try SQLiteDatabase(path: "\(dataDirectory)/bridge.sqlite3")
@@ -144,5 +148,15 @@ public enum WorldError: Error, CustomStringConvertible {
         switch self {
         case .start(let name, let detail): "bridge \(name) did not start: \(detail)"
         }
+    }
+}
+
+extension MetricsSnapshot {
+    /// The sum of `family`'s samples whose labels match (all of them by default; 0 when it has none): a plain
+    /// counter or gauge, or a labelled family added up.
+    public func total(_ family: String, where match: ([String: String]) -> Bool = { _ in true }) -> Double {
+        (self.family(family)?.samples ?? [])
+            .filter { sample in match(Dictionary(sample.labels.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })) }
+            .reduce(0) { $0 + $1.value }
     }
 }

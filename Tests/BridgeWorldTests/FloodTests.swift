@@ -76,16 +76,10 @@ struct FloodTests {
         let carried = reader.heard.count { if case .carrier = $0 { true } else { false } }
         #expect(carried - crossed > 0 && carried - crossed < 200, "\(carried - crossed) flood carriers")
         // Every frame reached the bridge's pool; the flood beyond its verification budget was dropped unverified.
-        let metrics = await bridge.runtime.metricsText()
-        #expect(Self.sample(metrics, "bridge_relay_frames_received_total{") >= Double(Self.floodKeys + Self.lines))
-        #expect(Self.sample(metrics, "bridge_relay_dropped_total{", "reason=\"over_budget\"") > 0)
+        let metrics = try await bridge.metrics()
+        #expect(metrics.total("bridge_relay_frames_received_total") >= Double(Self.floodKeys + Self.lines))
+        #expect(metrics.total("bridge_relay_dropped_total") { $0["reason"] == "over_budget" } > 0)
         await site.stop()
-    }
-
-    /// The value of the first sample whose line starts with `prefix` and contains `label` (0 when none).
-    static func sample(_ metrics: String, _ prefix: String, _ label: String = "") -> Double {
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) && (label.isEmpty || $0.contains(label)) }
-        return line?.split(separator: " ").last.flatMap { Double($0) } ?? 0
     }
 
     /// Writes the operator's allow list (`policy.json`) into a bridge's data directory before it starts.
@@ -171,19 +165,18 @@ extension FloodTests {
         // A barrier after the time-outs: the bridge's node handles its expiry before a line that came after it.
         let settled = await phones[1].say("still here after the quiet")
         #expect(await bridge.verdict(on: settled)?.kind == .passed)
-        let metrics = await bridge.runtime.metricsText()
-        let peers = Self.sample(metrics, "bridge_mesh_peers")
+        let metrics = try await bridge.metrics()
+        let peers = metrics.total("bridge_mesh_peers")
         let real = Double(Self.phones + 1)
         #expect((real - 1...real + 1).contains(peers), "bridge_mesh_peers \(peers) after the peer timeout, the real count is \(real)")
-        let added = Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"added\"")
-        let lost = Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_")
+        let added = metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "added" }
+        let lost = metrics.total("bridge_mesh_peer_events_total") { $0["event"]?.hasPrefix("lost_") == true }
         #expect(added - lost == peers, "peer events balance: \(added) added − \(lost) lost = \(peers) in the table")
-        #expect(Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_evicted\"") > 0, "evictions by reason")
-        #expect(Self.total(metrics, "bridge_mesh_peer_events_total{", "event=\"lost_timeout\"") >= 1_000, "the flood's identities timed out")
-        let drops = metrics.split(separator: "\n").filter { line in
-            ["bridge_mesh_transport_dropped_total{", "bridge_mesh_ingress_dropped_total{", "bridge_mesh_node_dropped_total{"].contains { line.hasPrefix($0) }
-        }
-        #expect(drops.allSatisfy { $0.contains("reason=\"") }, "every drop series names its reason: \(drops)")
+        #expect(metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "lost_evicted" } > 0, "evictions by reason")
+        #expect(metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "lost_timeout" } >= 1_000, "the flood's identities timed out")
+        let drops = ["bridge_mesh_transport_dropped_total", "bridge_mesh_ingress_dropped_total", "bridge_mesh_node_dropped_total"]
+            .flatMap { metrics.family($0)?.samples ?? [] }
+        #expect(drops.allSatisfy { $0.labels.contains { $0.name == "reason" } }, "every drop series names its reason: \(drops)")
         await site.stop()
     }
 
@@ -192,11 +185,5 @@ extension FloodTests {
         var ids: [String] = []
         for (i, phone) in phones.enumerated() { ids.append(await phone.say(phoneLines[first + i])) }
         return ids
-    }
-
-    /// The sum of every sample whose line starts with `prefix` and contains `label`.
-    static func total(_ metrics: String, _ prefix: String, _ label: String) -> Double {
-        metrics.split(separator: "\n").filter { $0.hasPrefix(prefix) && $0.contains(label) }
-            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
     }
 }

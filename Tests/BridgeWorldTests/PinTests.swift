@@ -54,11 +54,10 @@ struct PinTests {
         try await Self.impostorIsRefused(site, slow, bridge: bridge, relay: relay, reader: reader, text: "impostor before restart")
         let refusedOnce = try #require(try bridge.identity(record)).pinRefusals
         #expect(refusedOnce >= 1)
-        let metrics = await bridge.runtime.metricsText()
-        #expect(!metrics.contains("bridge_identity_pin_refusals_total 0\n"), "the refusal on /metrics")
+        let metrics = try await bridge.metrics()
+        #expect(metrics.total("bridge_identity_pin_refusals_total") > 0, "the refusal on /metrics")
         for event in ["verified_by_pin", "refused"] {
-            let line = metrics.split(separator: "\n").first { $0.hasPrefix("bridge_mesh_pins_total{event=\"\(event)\"}") }
-            #expect((line?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 1, "\(event): \(line ?? "absent")")
+            #expect(metrics.total("bridge_mesh_pins_total") { $0["event"] == event } >= 1, "\(event)")
         }
         #expect(bridge.log.lines.all.filter { $0.message.hasPrefix("announce refused") }.count == 1)
 
