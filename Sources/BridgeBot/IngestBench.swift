@@ -23,6 +23,9 @@ import BridgeCore
 /// Corpus (seeded): channel chat from 2,000 senders, 3–14 words each, a few messages per sender, created
 /// "now", so the spam filter judges ordinary traffic and nothing is skipped before the expensive steps.
 enum IngestBench {
+    /// Passes of the bare verify loop; the fastest is the baseline.
+    static let verifyPasses = 5
+
     static func run(_ options: BenchOptions) throws(CommandExit) -> BenchReport {
         let count = options.quick ? 400 : 6_000
         let senders = options.quick ? 100 : 2_000
@@ -47,17 +50,23 @@ enum IngestBench {
             frames.append(#"["EVENT","geo-u4pruy","# + event.json + "]")
         }
 
-        // 1. The bare verify loop: parse the x-only key and check BIP-340 over the id, nothing else.
-        let verifyStart = ContinuousClock.now
+        // 1. The bare verify loop: parse the x-only key and check BIP-340 over the id, nothing else. The fastest of
+        //    `verifyPasses` passes: one pass is a few tens of milliseconds, and a pass the scheduler interrupted
+        //    would make the baseline look slower than the pipeline it is subtracted from.
+        var verifySeconds = Double.infinity
         var valid = 0
-        for event in signed {
-            if let key = try? XOnlyPublicKey(bytes: event.pubkey.bytes),
-                key.isValidSignature(event.signature.bytes, for: event.id.bytes)
-            {
-                valid += 1
+        for _ in 0..<Self.verifyPasses {
+            let verifyStart = ContinuousClock.now
+            valid = 0
+            for event in signed {
+                if let key = try? XOnlyPublicKey(bytes: event.pubkey.bytes),
+                    key.isValidSignature(event.signature.bytes, for: event.id.bytes)
+                {
+                    valid += 1
+                }
             }
+            verifySeconds = min(verifySeconds, seconds(ContinuousClock.now - verifyStart))
         }
-        let verifySeconds = seconds(ContinuousClock.now - verifyStart)
 
         // 2. The pipeline, with the real filter and the bridge's judge (block list held in memory, as the bridge does).
         var judgement = BridgeJudge(
