@@ -73,8 +73,9 @@ struct BoardAndSyncTests {
         #expect(await bridge.log.lines.count(40) { $0.message == "kept for sync" && $0.jsonLine.contains("\"message\"") }.count == 40)
         let late = await site.phone("late", on: [air], app: .iPhoneWithBoard)
         #expect(await late.meets(bridge))
-        await site.advance(by: 3_000)
-        #expect(await late.heard.first { if case .publicMessage(let m) = $0 { m.ttl == 0 } else { false } } != nil, "replies came")
+        #expect(await site.advance(until: {
+            await late.heard.first(within: 0.05) { if case .publicMessage(let m) = $0 { m.ttl == 0 } else { false } } != nil
+        }), "replies came")
         let sync = await bridge.coordinator.snapshot().sync
         #expect(sync.replyBytes > 0 && sync.replyBytes <= 4_096 && sync.replies[.withheldByBudget] > 0, "\(sync)")
         let metrics = await bridge.runtime.metricsText()
@@ -104,16 +105,15 @@ struct BoardAndSyncTests {
 
         let lateBefore = await site.phone("late-before", on: [islandB], app: .iPhoneWithBoard)
         #expect(await lateBefore.meets(bridgeB))
-        await site.advance(by: 3_000)
-        #expect(await lateBefore.heardBoard(payload, bySync: true), "bridge B serves the post by sync")
+        // The union round 1 s after a new direct peer; the replies are paced.
+        #expect(await site.advance(until: { await lateBefore.heardBoard(payload, bySync: true, within: 0.05) }), "bridge B serves the post by sync")
 
         let tombstone = try await author.deleteFromBoard(post)
         #expect(await relay.waitForEvent { $0.kind == 5 && $0.tags.contains(["e", note.id.hex]) } != nil)
         #expect(await listener.heardBoard(tombstone))
         let lateAfter = await site.phone("late-after", on: [islandB], app: .iPhoneWithBoard)
         #expect(await lateAfter.meets(bridgeB))
-        await site.advance(by: 3_000)
-        #expect(await lateAfter.heardBoard(tombstone, bySync: true))
+        #expect(await site.advance(until: { await lateAfter.heardBoard(tombstone, bySync: true, within: 0.05) }))
         let served = lateAfter.boardPackets.filter(\.rsr).map(\.payload)
         #expect(served.contains(tombstone) && !served.contains(payload), "bridge B stops serving the deleted post")
         #expect(await bridgeB.runtime.metricsText().contains("bridge_board_nostr_total{outcome=\"inbound_relayed\"} 2"))
