@@ -122,7 +122,7 @@ let package = Package(
             name: "BridgeTesting",
             dependencies: [
                 "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Identity", "IdentityCache", "Mesh",
-                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr",
+                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr", "BridgeTestSupport",
             ]
         ),
 
@@ -158,7 +158,7 @@ let package = Package(
             name: "BridgeTests",
             dependencies: [
                 "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
-                "SpamFilter", "Moderation", "ModerationLog", "MeshSync", "MeshSyncStorage",
+                "SpamFilter", "Moderation", "ModerationLog", "MeshSync", "MeshSyncStorage", "BridgeTesting",
             ]
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import BotCrypto
 import BotStorage
 import BotSupport
 import Bridge
+import BridgeTesting
 import Foundation
 import Mesh
 import MeshSync
@@ -166,24 +167,16 @@ extension CoordinatorTests {
             tags: [["g", CoordinatorTests.geohash], ["n", "ops"], ["expiration", String((now + 7_200_000) / 1000)]],
             content: "stage change: 21:00").signed(with: phoneKey)
         let channelKey = try world.keys.channelKey(geohash: CoordinatorTests.geohash)
-        let coordinator = world.coordinator
-        @Sendable func waitFor(_ done: @Sendable (BridgeCoordinator.Snapshot) -> Bool) async throws {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                if done(await coordinator.snapshot()) { return }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
         try await world.run { world in
             #expect(await world.seen.waitFor { if case .peerVerified = $0 { return true } else { return false } })
             world.intake.yield(.event(authorCopy))
             for p in [urgent, local, bridgedByAuthor] { _ = await world.phone.submit(.originate(packet(.post(p)), sign: true)) }
-            try await waitFor { $0.boardNostr.total >= 3 }
+            _ = try await CoordinatorTests.waitForSnapshot(world) { $0.boardNostr.total >= 3 }
             // The same post again (a sync reply, a second relay path): a duplicate, not a second copy.
             _ = await world.phone.submit(.originate(packet(.post(urgent)), sign: true))
             let tombstone = try BoardTombstone.signed(postID: urgent.postID, deletedAt: now + 1000, key: author)
             _ = await world.phone.submit(.originate(packet(.tombstone(tombstone)), sign: true))
-            try await waitFor { $0.boardNostr[.deleted] >= 1 }
+            _ = try await CoordinatorTests.waitForSnapshot(world) { $0.boardNostr[.deleted] >= 1 }
         }
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.boardNostr[.published] == 1)
@@ -379,7 +372,7 @@ extension CoordinatorTests {
         #expect(snapshot.boardNostr[.published] == 0 && snapshot.boardNostr[.deleted] == 0)
         #expect(world.relays.published.withLock { $0 }.filter { $0.kind == 1 || $0.kind == 5 }.isEmpty, "nothing copied back to Nostr")
         // What the phone heard: the post once, byte-identical but TTL (7), and the tombstone; nothing else.
-        let heard = world.seen.actions.withLock { $0 }.compactMap { action -> MeshPacket? in
+        let heard = world.seen.all.compactMap { action -> MeshPacket? in
             if case .boardPacket(let p, _) = action { p } else { nil }
         }
         #expect(heard.map(\.payload) == [freshPacket.payload, tombstonePacket.payload])

@@ -18,6 +18,7 @@ import Testing
 import Identity
 import Moderation
 import BridgeCore
+import BridgeTesting
 
 /// The coordinator in-process (issue 15): in-memory stores, an ``InProcessAir`` radio segment, a recording
 /// relay client. What the process-level end-to-end tests prove with real processes, these prove at the
@@ -25,6 +26,13 @@ import BridgeCore
 /// not stop the bridging, the leave is the last thing the mesh gets at shutdown.
 /// Time bounds are generous on purpose: in a full parallel run on 2 cores, long synchronous suites can hold the
 /// cooperative threads for tens of seconds; every wait still ends by itself.
+extension Recorder {
+    /// Whether an item matching `match` was reported or comes within `seconds`.
+    func waitFor(within seconds: Double = 60, _ match: @escaping @Sendable (Item) -> Bool) async -> Bool {
+        await first(within: seconds, where: match) != nil
+    }
+}
+
 @Suite("Bridge coordinator in-process", .timeLimit(.minutes(3)))
 struct CoordinatorTests {
     static let geohash = "u4pruy"
@@ -40,8 +48,8 @@ struct CoordinatorTests {
     final class RecordingRelays: BridgeRelayClient, Sendable {
         let published = Mutex<[NostrEvent]>([])
         func publish(_ event: NostrEvent) { published.withLock { $0.append(event) } }
-        let priorityAuthors = Mutex<[Set<String>]>([])
-        func setPriorityAuthors(_ authors: Set<String>) { priorityAuthors.withLock { $0.append(authors) } }
+        let priorityAuthors = Recorder<Set<String>>()
+        func setPriorityAuthors(_ authors: Set<String>) { priorityAuthors.append(authors) }
     }
 
     final class MemoryRecent: RecentEventRecording {
@@ -57,13 +65,13 @@ struct CoordinatorTests {
     }
 
     final class MemoryModerationLog: ModerationRecording {
-        let records = Mutex<[ModerationRecord]>([])
+        let records = Recorder<ModerationRecord>()
         func append(_ record: ModerationRecord) throws(ModerationLogError) -> Int64 {
-            records.withLock { $0.append(record) }
-            return Int64(records.withLock { $0.count })
+            records.append(record)
+            return Int64(records.all.count)
         }
         func prune(now: Double) throws(ModerationLogError) -> Int { 0 }
-        func count() throws(ModerationLogError) -> Int { records.withLock { $0.count } }
+        func count() throws(ModerationLogError) -> Int { records.all.count }
     }
 
     final class MemoryUplinks: PendingUplinkStoring {
@@ -82,21 +90,6 @@ struct CoordinatorTests {
         func pending(now: Int64) throws(SQLiteError) -> [NostrEvent] { rows }
     }
 
-    /// Everything the phone's node reported, collected by one consumer of its action stream.
-    final class Recorder: Sendable {
-        let actions = Mutex<[MeshAction]>([])
-
-        /// Polls (every 10 ms, at most `seconds`) until an action matching `match` was recorded.
-        func waitFor(within seconds: Double = 60, _ match: (MeshAction) -> Bool) async -> Bool {
-            let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-            repeat {
-                if actions.withLock({ $0.contains(where: match) }) { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            } while ContinuousClock.now < deadline
-            return actions.withLock { $0.contains(where: match) }
-        }
-    }
-
     /// A bridge (gateway role) and a phone on one in-process segment.
     struct World {
         let air = InProcessAir()
@@ -106,12 +99,13 @@ struct CoordinatorTests {
         let moderation = MemoryModerationLog()
         let uplinks = MemoryUplinks()
         let identities: PeerIdentityCache
-        let sink = InMemoryLogSink()
+        let sink = RecordingLogSink()
         let coordinator: BridgeCoordinator
         let bridgeNode: MeshNode
         let phone: MeshNode
         let intake = Intake()
-        let seen = Recorder()
+        /// Everything the phone's node reported.
+        let seen = Recorder<MeshAction>()
         /// With `sync`: the bridge's gossip sync table (SQLite in memory).
         let syncDatabase: SQLiteDatabase?
         let syncJournal: SQLiteSyncJournal?
@@ -165,7 +159,7 @@ struct CoordinatorTests {
                 stores: BridgeStores(
                     recent: recent, identities: identities, uplinks: uplinks, moderationLog: moderation, externalChanges: database,
                     syncJournal: syncJournal, boardLedger: boardLedger, fleetList: fleetList),
-                logger: Logger(label: "bridge", level: .info, sink: sink), time: SystemTime())
+                logger: Logger(label: "bridge", level: .debug, sink: sink), time: SystemTime())
         }
 
         /// Runs the nodes and the coordinator while `body` runs, then stops the coordinator gracefully.
@@ -174,7 +168,7 @@ struct CoordinatorTests {
                 group.addTask { [bridgeNode] in await bridgeNode.run() }
                 group.addTask { [phone] in await phone.run() }
                 group.addTask { [phone, seen] in
-                    for await action in phone.actions { seen.actions.withLock { $0.append(action) } }
+                    for await action in phone.actions { seen.append(action) }
                 }
                 let running = Task { [coordinator, intake] in await coordinator.run(relayInputs: intake.stream) }
                 intake.yield(.connectedRelays(1))
@@ -195,12 +189,14 @@ struct CoordinatorTests {
         }
     }
 
-    /// Polls the coordinator's snapshot (every 20 ms, at most 60 s) until `done` holds.
+    /// Waits until `done` holds for the coordinator's snapshot: it is read again after each line the bridge logs
+    /// (every decision logs, at debug level, in the same actor turn that counts it), at most 60 s in all.
     static func waitForSnapshot(_ world: World, _ done: (BridgeCoordinator.Snapshot) -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
+            let lines = world.sink.lines.all.count
             if done(await world.coordinator.snapshot()) { return true }
-            try await Task.sleep(for: .milliseconds(20))
+            _ = await world.sink.lines.first(after: lines, within: 5) { _ in true }
         }
         return done(await world.coordinator.snapshot())
     }
@@ -312,10 +308,7 @@ struct CoordinatorTests {
             var tight = SpamFilterConfig()
             tight.messageBucket = .init(capacity: 1, refillTokens: 1, refillSeconds: 3_600)
             world.coordinator.submit(.setSpamLimits(tight))
-            let deadline = ContinuousClock.now + .seconds(60)
-            while await world.coordinator.spamConfig.messageBucket.capacity != 1, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            #expect(await world.sink.lines.first(within: 60) { $0.message == "spam limits set" } != nil)
             // A fresh budget of one: the third line crosses, the fourth is hidden.
             let third = try world.channelEvent(alice, "third line, water at gate C")
             world.intake.yield(.event(third))
@@ -353,12 +346,7 @@ struct CoordinatorTests {
             #expect(await world.seen.waitFor { if case .peerVerified = $0 { return true } else { return false } })
             // Eight copies of one line at once: the burst passes, the rest is hidden by the filter.
             for i in 0..<8 { _ = await world.phone.submit(.sendPublicMessage("BUY TOKENS NOW \(i)")) }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                let snapshot = await world.coordinator.snapshot()
-                if snapshot.router.hidden(.meshToNostr) + snapshot.syncStored[.message] >= 8 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = try await Self.waitForSnapshot(world) { $0.router.hidden(.meshToNostr) + $0.syncStored[.message] >= 8 }
         }
         let snapshot = await world.coordinator.snapshot()
         let hidden = snapshot.router.hidden(.meshToNostr)
@@ -389,12 +377,7 @@ struct CoordinatorTests {
         try await world.run { world in
             #expect(await world.seen.waitFor { if case .peerVerified = $0 { return true } else { return false } })
             for packet in posts { _ = await world.phone.submit(.originate(packet, sign: true)) }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                let snapshot = await world.coordinator.snapshot()
-                if snapshot.boardPackets.total >= 2 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = try await Self.waitForSnapshot(world) { $0.boardPackets.total >= 2 }
         }
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.boardPackets[.hidden] == 1)
@@ -403,7 +386,7 @@ struct CoordinatorTests {
         let store = try #require(world.syncStore)
         #expect(store.livePosts(now: now + 1).map(\.content) == ["water point at gate C"])
         // A row of the moderation log like every hide: the blocked post, with the identity that is blocked.
-        let records = world.moderation.records.withLock { $0 }
+        let records = world.moderation.records.all
         #expect(records.map(\.rule) == [.blocked] && records.first?.text == "free tokens", "\(records)")
         #expect(records.first?.figures["identity"]?.stringValue?.hasPrefix("mesh:") == true)
     }
@@ -413,9 +396,9 @@ struct CoordinatorTests {
         let world = try World()
         // A listener on the same air that records every raw frame (it never sends).
         let sniffer = world.air.join()
-        let frames = Mutex<[[UInt8]]>([])
+        let frames = Recorder<[UInt8]>()
         let listening = Task {
-            for await event in sniffer.events { if case .frame(_, let bytes) = event { frames.withLock { $0.append(bytes) } } }
+            for await event in sniffer.events { if case .frame(_, let bytes) = event { frames.append(bytes) } }
         }
         let bridgeID = MeshPeerID(noisePublicKey: world.keys.noiseKey.publicKey)
         let events = try (0..<4).map { i in
@@ -423,16 +406,11 @@ struct CoordinatorTests {
         }
         try await world.run { world in
             for event in events { world.intake.yield(.event(event)) }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                let carriers = frames.withLock { $0.compactMap { try? MeshPacket.decode($0) }.filter { $0.type == .nostrCarrier } }
-                if carriers.count >= events.count { break }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await frames.count(events.count, within: 60) { (try? MeshPacket.decode($0))?.type == .nostrCarrier }
         }
         listening.cancel()
         sniffer.close()
-        let packets = frames.withLock { $0.compactMap { try? MeshPacket.decode($0) } }.filter { $0.sender == bridgeID }
+        let packets = frames.all.compactMap { try? MeshPacket.decode($0) }.filter { $0.sender == bridgeID }
         let announce = try #require(packets.first { $0.type == .announce }, "no announce from the bridge on the air")
         let announced = try AnnouncePayload.decode(announce.payload)
         let key = try Ed25519PublicKey(rawRepresentation: announced.signingPublicKey)
@@ -453,12 +431,9 @@ struct CoordinatorTests {
         let world = try World(
             blocked: [try .nostr(pubkey: spammer.publicKey.bytes)], allowed: [try .nostr(pubkey: regular.publicKey.bytes)])
         try await world.run { world in
-            let deadline = ContinuousClock.now + .seconds(60)
-            while world.relays.priorityAuthors.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await world.relays.priorityAuthors.first(within: 60) { _ in true }
         }
-        #expect(world.relays.priorityAuthors.withLock { $0.last } == [regular.publicKey.hex])
+        #expect(world.relays.priorityAuthors.all.last == [regular.publicKey.hex])
     }
 
     @Test("a blocked author is hidden: logged, counted, nothing crosses; spam goes to the moderation-log store")
@@ -470,19 +445,16 @@ struct CoordinatorTests {
             world.intake.yield(.event(try world.channelEvent(blocked, "hello from a blocked key")))
             // Eight copies of one line at once: the burst (6) passes, the rest is hidden by the filter.
             for i in 0..<8 { world.intake.yield(.event(try world.channelEvent(spammer, "BUY TOKENS NOW \(i)"))) }
-            let deadline = ContinuousClock.now + .seconds(60)
             // The blocked line is a row too: wait for it and at least one spam row.
-            while ContinuousClock.now < deadline, world.moderation.records.withLock({ $0.count < 2 }) {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await world.moderation.records.count(2, within: 60) { _ in true }
         }
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.router.hidden[.init(direction: .nostrToMesh, rule: .blocked)] == 1)
         #expect(snapshot.router.hidden.total >= 2)
-        let records = world.moderation.records.withLock { $0 }
+        let records = world.moderation.records.all
         #expect(!records.isEmpty && records.allSatisfy { $0.direction == .nostrToMesh && $0.channel == CoordinatorTests.geohash })
         #expect(snapshot.moderationRecords == records.count)
-        #expect(world.sink.all.contains { $0.message == "hidden" && $0.jsonLine.contains("\"blocked\"") })
+        #expect(world.sink.lines.all.contains { $0.message == "hidden" && $0.jsonLine.contains("\"blocked\"") })
     }
 
     @Test("a block written by another connection (the CLI's `identities block`, which then notifies the control socket) applies to the running bridge")
@@ -499,15 +471,9 @@ struct CoordinatorTests {
             _ = try cli.annotate(try IdentityKey.nostr(pubkey: mallory.publicKey.bytes)) { $0.blocked = true }
             // …and tells the running bridge on its control socket (`ControlCommands`, op `stores.changed`).
             world.coordinator.storesChanged()
-            let deadline = ContinuousClock.now + .seconds(60)
-            while await world.coordinator.snapshot().blockedKeys == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = try await Self.waitForSnapshot(world) { $0.blockedKeys > 0 }
             world.intake.yield(.event(try world.channelEvent(mallory, "second, after the block")))
-            let hiddenDeadline = ContinuousClock.now + .seconds(60)
-            while await world.coordinator.snapshot().router.hidden.total == 0, ContinuousClock.now < hiddenDeadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = try await Self.waitForSnapshot(world) { $0.router.hidden.total > 0 }
         }
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.blockedKeys == 1)
@@ -523,17 +489,14 @@ struct CoordinatorTests {
         let spammer = try SchnorrSecretKey(bytes: [UInt8](repeating: 10, count: 32))
         try await world.run { world in
             for i in 0..<8 { world.intake.yield(.event(try world.channelEvent(spammer, "same line again \(i)"))) }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while world.moderation.records.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await world.moderation.records.first(within: 60) { _ in true }
         }
         var metrics = BridgeMetrics()
         metrics.add(await world.coordinator.snapshot())
         let snapshot = metrics.snapshot()
         #expect(snapshot.value("bridge_queue_dropped_total", labels: [.init("queue", "uplink_store")]) == 3)
         #expect(snapshot.value("bridge_queue_depth", labels: [.init("queue", "uplink_store")]) == 0)
-        let records = Double(world.moderation.records.withLock { $0.count })
+        let records = Double(world.moderation.records.all.count)
         #expect(records > 0 && snapshot.value("bridge_moderation_log_records") == records)
     }
 
@@ -549,7 +512,7 @@ struct CoordinatorTests {
         }
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.coordinator.failedPersists == 1)
-        #expect(world.sink.all.contains { $0.jsonLine.contains("\"disk_full\":true") })
+        #expect(world.sink.lines.all.contains { $0.jsonLine.contains("\"disk_full\":true") })
     }
 
     @Test("shutdown: the signed leave is the last mesh submission and reaches the phone")
@@ -566,6 +529,6 @@ struct CoordinatorTests {
         #expect(await world.seen.waitFor(within: 0) { action in
             if case .peerLost(_, let reason) = action { return reason == .leave }
             return false
-        }, "the phone never saw the bridge's leave: \(world.seen.actions.withLock { $0 })")
+        }, "the phone never saw the bridge's leave: \(world.seen.all)")
     }
 }

@@ -190,9 +190,7 @@ struct HostileRelayTests {
             #expect(flooder.losses.counts == [:])
         } else {
             #expect(flooder.losses[.misbehaving] >= 1)
-            #expect(listener.reports.withLock { reports in
-                reports.contains { if case .closedByPool(bad, .misbehaving, _) = $0 { true } else { false } }
-            })
+            #expect(listener.reports.all.contains { if case .closedByPool(bad, .misbehaving, _) = $0 { true } else { false } })
         }
         await publisher.stop()
         await listener.stop()

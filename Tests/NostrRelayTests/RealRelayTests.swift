@@ -11,11 +11,7 @@ import WebSocketRuntime
 /// Runs a pool and collects what it reports.
 final class PoolHarness: Sendable {
     let pool: RelayPool
-    final class Reports: Sendable {
-        let list = Mutex<[RelayPoolEvent]>([])
-        func withLock<R>(_ body: (inout [RelayPoolEvent]) -> R) -> R { list.withLock { body(&$0) } }
-    }
-    let reports = Reports()
+    let reports = Recorder<RelayPoolEvent>()
     let runner: Task<Void, Never>
     let consumer: Task<Void, Never>
 
@@ -27,23 +23,19 @@ final class PoolHarness: Sendable {
         self.pool = pool
         runner = Task { try? await pool.run() }
         let reports = reports
-        consumer = Task { for await report in pool.events { reports.withLock { $0.append(report) } } }
+        consumer = Task { for await report in pool.events { reports.append(report) } }
     }
 
-    var events: [NostrEvent] { reports.withLock { $0.compactMap { if case .event(let e, _, _) = $0 { e } else { nil } } } }
-    var rejections: [InboundDrop] { reports.withLock { $0.compactMap { if case .rejected(_, _, let r, _) = $0 { r } else { nil } } } }
+    var events: [NostrEvent] { reports.all.compactMap { if case .event(let e, _, _) = $0 { e } else { nil } } }
+    var rejections: [InboundDrop] { reports.all.compactMap { if case .rejected(_, _, let r, _) = $0 { r } else { nil } } }
 
-    /// `timeout` is generous on purpose: the harness's consumer runs on the cooperative pool, which other
-    /// suites' long synchronous work held for over 20 s in a full parallel run on 2 cores.
+    /// Waits on the pool's reports (looking again after each), at most `timeout`: generous on purpose, the
+    /// harness's consumer runs on the cooperative pool, which other suites' long synchronous work held for over
+    /// 20 s in a full parallel run on 2 cores.
     func wait(_ what: String, timeout: Duration = .seconds(60), until predicate: @Sendable ([RelayPoolEvent]) -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        var expired = false
-        while !expired {  // one more look after the deadline (a starved waiter, see ChildProcess.waitForLine)
-            expired = ContinuousClock.now >= deadline
-            if reports.withLock({ predicate($0) }) { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("timed out waiting for \(what); got \(reports.withLock { $0 })")
+        let (seconds, attoseconds) = timeout.components
+        if await reports.until(within: Double(seconds) + Double(attoseconds) / 1e18, predicate) { return }
+        Issue.record("timed out waiting for \(what); got \(reports.all)")
         throw CancellationError()
     }
 

@@ -35,7 +35,7 @@ struct TLSTests {
         // The CA file is trusted: no attempt failed on the certificate. (In one loaded CI-style run the
         // listener's first attempt ended as a plain connect failure and the retry connected; a transient
         // refusal is not what this test is about, a certificate verdict is.)
-        let listenerFailures = connectFailures(listener.reports.withLock { $0 })
+        let listenerFailures = connectFailures(listener.reports.all)
         #expect(listenerFailures.allSatisfy { !$0.contains("certificate") }, "\(listenerFailures)")
         #expect((listener.pool.stats(url)?.failures.counts ?? [:]).keys.allSatisfy { $0 == .connect }, "\(listenerFailures)")
         await publisher.stop()
@@ -44,12 +44,12 @@ struct TLSTests {
         // The same relay, trusted through the system store only: refused, with OpenSSL's reason.
         let untrusting = try PoolHarness(urls: [url])
         try await untrusting.wait("TLS refusal") { !connectFailures($0).isEmpty }
-        let reason = try #require(connectFailures(untrusting.reports.withLock { $0 }).first)
+        let reason = try #require(connectFailures(untrusting.reports.all).first)
         #expect(reason.hasSuffix("(certificate: self-signed certificate)"), "\(reason)")
         await untrusting.stop()
         // Counted once per refused attempt, as a connect failure (read after the stop: a loaded run may
         // have fitted a retry in after the backoff's 1 s).
-        let reports = untrusting.reports.withLock { $0 }
+        let reports = untrusting.reports.all
         #expect(connectedCount(reports) == 0)
         let failures = try #require(untrusting.pool.stats(url)?.failures)
         #expect(failures[.connect] == connectFailures(reports).count)
@@ -68,9 +68,9 @@ struct TLSTests {
                                 ("wss://127.0.0.1:\(port)", "(certificate: IP address mismatch)")] {
             let client = try PoolHarness(urls: [url], caFile: tls.cert)
             try await client.wait("hostname refusal for \(url)") { !connectFailures($0).isEmpty }
-            let reason = try #require(connectFailures(client.reports.withLock { $0 }).first)
+            let reason = try #require(connectFailures(client.reports.all).first)
             #expect(reason.hasSuffix(expected), "\(url): \(reason)")
-            #expect(connectedCount(client.reports.withLock { $0 }) == 0)
+            #expect(connectedCount(client.reports.all) == 0)
             await client.stop()
         }
     }

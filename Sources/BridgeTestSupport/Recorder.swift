@@ -1,4 +1,3 @@
-public import BotSupport
 import Synchronization
 
 /// Everything something in the world reported (a phone's mesh actions, a bridge's verdicts, its log), kept in order,
@@ -81,13 +80,18 @@ public final class Recorder<Item: Sendable>: Sendable {
         }
         waiter?.continuation.resume(returning: nil)
     }
-}
 
-/// A log sink that records every line, for waits and assertions on a bridge's log.
-public final class RecordingLogSink: LogSink, Sendable {
-    public let lines = Recorder<LogRecord>()
-
-    public init() {}
-
-    public func emit(_ record: LogRecord) { lines.append(record) }
+    /// Waits until `done` holds for everything reported so far, looking again after each new report, at most
+    /// `seconds` in all; whether it held.
+    public func until(within seconds: Double = 60, _ done: ([Item]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while true {
+            let items = all
+            if done(items) { return true }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let (whole, attoseconds) = left.components
+            _ = await first(after: items.count, within: Double(whole) + Double(attoseconds) / 1e18) { _ in true }
+        }
+    }
 }
