@@ -51,6 +51,15 @@ public final class MeshInbound: AsyncSequence, Sendable {
         var finished = false
         var cancelled = false
         var totals = MeshTransportCounters()
+        /// Those waiting in ``drained()``.
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+
+        /// The drain waiters to resume, when nothing is queued on any link.
+        mutating func drainedWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard ready.isEmpty, !drainWaiters.isEmpty else { return [] }
+            defer { drainWaiters = [] }
+            return drainWaiters
+        }
 
         mutating func enqueue(_ event: MeshTransportEvent, on link: MeshLinkID, into queue: inout LinkQueue) {
             if queue.isEmpty { ready.append(link) }
@@ -198,6 +207,18 @@ public final class MeshInbound: AsyncSequence, Sendable {
         return queued
     }
 
+    /// Returns once no event waits on any link (the consumer took the last one): a flooded link's queue is worked
+    /// through, so a frame queued next is not dropped `queueFull` (a test's barrier after a flood).
+    public func drained() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                state.drainWaiters.append(continuation)
+                return state.drainedWaiters()
+            }
+            for waiter in now { waiter.resume() }
+        }
+    }
+
     // MARK: Consumer (one task)
 
     public struct AsyncIterator: AsyncIteratorProtocol {
@@ -211,12 +232,13 @@ public final class MeshInbound: AsyncSequence, Sendable {
     private func next() async -> MeshTransportEvent? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<MeshTransportEvent?, Never>) in
-                let now: MeshTransportEvent?? = state.withLock { state in
-                    if let event = state.pop() { return .some(event) }
-                    if state.finished || state.cancelled { return .some(nil) }
+                let (now, drained) = state.withLock { state -> (MeshTransportEvent??, [CheckedContinuation<Void, Never>]) in
+                    if let event = state.pop() { return (.some(event), state.drainedWaiters()) }
+                    if state.finished || state.cancelled { return (.some(nil), []) }
                     state.waiter = continuation
-                    return nil
+                    return (nil, [])
                 }
+                for waiter in drained { waiter.resume() }
                 if let now { continuation.resume(returning: now) }
             }
         } onCancel: {
