@@ -41,6 +41,8 @@ public final class TestPhone: Sendable {
     private let running = Mutex<Task<Void, Never>?>(nil)
     /// With ``App/iPhoneWithBoard``: the app's gossip and board stores and its answers to sync requests.
     private let sync: PhoneSync?
+    /// With ``App/iPhoneWithBoard``: every REQUEST_SYNC the phone sent, with the filter of what it held then.
+    public var syncRequestsSent: Recorder<SentSyncRequest> { sync?.sent ?? Recorder() }
 
     public var id: MeshPeerID { MeshPeerID(noisePublicKey: noiseKey.publicKey) }
 
@@ -213,6 +215,20 @@ public final class TestPhone: Sendable {
         return message
     }
 
+    /// Whether every one of `stableIDs`, `texts` and `eventIDs` reached the phone (a public message by ID or by text, a
+    /// carrier), each waited for at most `seconds`: the condition of a ``Site/advance(until:limit:step:)`` for what a
+    /// bridge sends once a verdict or a schedule released it — time must keep moving until it went out.
+    public func heard(
+        messages stableIDs: [String] = [], texts: [String] = [], carriers eventIDs: [EventID] = [], within seconds: Double = 0.05
+    ) async -> Bool {
+        for id in stableIDs where await message(id, within: seconds) == nil { return false }
+        for text in texts where await heard.first(within: seconds, where: { action in
+            if case .publicMessage(let message) = action { message.text == text } else { false }
+        }) == nil { return false }
+        for id in eventIDs where await carrier(of: id, within: seconds) == nil { return false }
+        return true
+    }
+
     /// How many times the phone heard the public message `stableID`.
     public func count(of stableID: String) -> Int {
         heard.count { if case .publicMessage(let message) = $0 { message.stableID == stableID } else { false } }
@@ -238,15 +254,24 @@ public final class TestPhone: Sendable {
     }
 }
 
+/// A REQUEST_SYNC a test phone sent: to whom, and the payload (its GCS filter of what the phone held).
+public struct SentSyncRequest: Sendable {
+    public let peer: MeshPeerID
+    public let payload: RequestSyncPayload
+}
+
 /// The iOS app's side of gossip sync and the board, as the engine leaves it to its owner (BOARD.md §7–§9, iOS
 /// `GossipSyncManager`): every verified packet the engine offers is kept, a due round asks with a filter of what is
 /// kept, a request is answered from the same stores (iOS's per-peer rate limit and airtime budget: the responder's
 /// defaults), and a board packet is kept and relayed only when the store accepted it.
 final class PhoneSync: Sendable {
     private let state = Mutex((stores: SyncStores(), responder: SyncResponder()))
+    let sent = Recorder<SentSyncRequest>()
 
     func handle(_ action: MeshAction, now: UInt64) -> [MeshInput] {
-        state.withLock { state in Self.handle(action, now: now, stores: &state.stores, responder: &state.responder) }
+        let inputs = state.withLock { state in Self.handle(action, now: now, stores: &state.stores, responder: &state.responder) }
+        for case .sendSyncRequest(let peer, let payload) in inputs { sent.append(SentSyncRequest(peer: peer, payload: payload)) }
+        return inputs
     }
 
     private static func handle(_ action: MeshAction, now: UInt64, stores: inout SyncStores, responder: inout SyncResponder) -> [MeshInput] {

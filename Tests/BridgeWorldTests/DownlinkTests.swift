@@ -22,7 +22,7 @@ struct DownlinkTests {
         #expect(await phone.knows(await bridge.peerID))
         let event = try site.poster("alice").post("hello from the internet", to: relay)
         #expect(await bridge.verdict(on: event.id.hex)?.kind == .passed)
-        await site.advance(by: 2_000)
+        #expect(await site.advance(until: { await phone.heard(carriers: [event.id]) }))
         let carrier = try #require(await phone.carrier(of: event.id))
         #expect(carrier.payload.direction == .fromGateway && carrier.packetSigned)
         #expect(phone.carriers(of: event.id).count == 1)
@@ -42,7 +42,7 @@ struct DownlinkTests {
         for level in levels { ids[level] = try site.poster("at-\(level)").post("level \(level)", geohash: level, to: relay).id }
         let neighbour = try site.poster("next-door").post("next cell", geohash: "u4pruz", to: relay)
         for id in ids.values { #expect(await bridge.verdict(on: id.hex)?.kind == .passed) }
-        await site.advance(by: 5_000)
+        #expect(await site.advance(until: { await phone.heard(carriers: Array(ids.values)) }))
         for (level, id) in ids {
             let carrier = await phone.carrier(of: id)
             #expect(carrier?.payload.geohash == level && phone.carriers(of: id).count == 1, "\(level)")
@@ -81,7 +81,7 @@ struct DownlinkTests {
             for text in lines[author]! { posted.append((try site.poster(author).post(text, to: relay), author)) }
         }
         for line in posted { #expect(await bridge.verdict(on: line.event.id.hex)?.kind == .passed) }
-        await site.advance(by: 90_000)
+        #expect(await site.advance(until: { await android.heard(texts: posted.map(\.event.content)) }, limit: 90_000))
         for line in posted {
             #expect(await android.heard.first { if case .publicMessage(let m) = $0 { m.text == line.event.content } else { false } } != nil)
             let copies = android.messages(line.event.content)

@@ -46,8 +46,10 @@ struct FleetTests {
         let mallory = site.poster("mallory")
         let before = try mallory.post("hello before the block", to: relay)
         for bridge in bridges { #expect(await bridge.verdict(on: before.id.hex)?.kind == .passed) }
-        await site.advance(by: 2_000)
-        for reader in readers { #expect(await reader.carrier(of: before.id) != nil) }
+        #expect(await site.advance(until: {
+            for reader in readers where !(await reader.heard(carriers: [before.id])) { return false }
+            return true
+        }), "the first line crossed everywhere")
 
         // Bridge 1 blocks her; bridges 2 and 3 apply the operator's list from the relay.
         let marks = bridges.map { $0.log.lines.all.count }

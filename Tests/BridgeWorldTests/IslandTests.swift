@@ -60,7 +60,10 @@ struct IslandTests {
                 #expect(await Self.agree([bridgeA, bridgeB], since: since))
             }
         }
-        await site.advance(by: 60_000)
+        #expect(await site.advance(until: {
+            let onIsland2 = await reader2.heard(carriers: fromIsland1 + fromInternet)
+            return onIsland2 ? await reader1.heard(carriers: fromIsland2 + fromInternet) : false
+        }, limit: 60_000))
         for id in fromIsland1 { #expect(await reader2.carrier(of: id) != nil) }
         for id in fromIsland2 + fromInternet { #expect(await reader1.carrier(of: id) != nil) }
         for id in fromInternet { #expect(await reader2.carrier(of: id) != nil) }

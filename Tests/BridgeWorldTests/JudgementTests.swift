@@ -57,7 +57,8 @@ struct JudgementTests {
 
         // The fair scheduler paces the flooder (1 a second after a burst of 5) inside the budget of 30 a minute.
         let carried = (flood + swarm + [barrier]).filter { shadow || !logged.contains($0) }
-        await site.advance(by: 30_000)
+        let carriedIDs = try carried.map { try EventID(hex: $0) }
+        #expect(await site.advance(until: { await reader.heard(carriers: carriedIDs) }, limit: 30_000))
         for id in carried {
             let eventID = try EventID(hex: id)
             #expect(await reader.carrier(of: eventID) != nil && reader.carriers(of: eventID).count == 1, "\(id) on the mesh once")
@@ -87,8 +88,10 @@ struct JudgementTests {
         // The reader knows every sender first (their announces relayed by the bridge), so a message relayed to it
         // is shown — a test that expects one *not* to arrive could not fail otherwise. The bridge relays each
         // announce after its jitter (≤ 40 ms).
-        await site.advance(by: 1_000)
-        for phone in [flooder, organiser] + swarmers { #expect(await reader.knows(phone.id)) }
+        #expect(await site.advance(until: {
+            for phone in [flooder, organiser] + swarmers where !(await reader.knows(phone.id, within: 0.05)) { return false }
+            return true
+        }), "the reader knows every sender")
 
         var flood: [String] = []
         for text in Self.flood { flood.append(await flooder.say(text)) }
@@ -103,8 +106,8 @@ struct JudgementTests {
             barrier: barrier)
         #expect(logged == Set(hidden))
 
-        await site.advance(by: 1_000)  // the relay jitter (≤ 40 ms)
         let relayed = (flood + swarm + [barrier]).filter { shadow || !logged.contains($0) }
+        #expect(await site.advance(until: { await reader.heard(messages: relayed) }), "relayed after the jitter (≤ 40 ms)")
         for id in relayed { #expect(await reader.message(id) != nil, "\(id) relayed to island B") }
         // The mirror publishes every passed line (every line in shadow mode), once.
         let mirrored = Self.flood.count - (shadow ? 0 : logged.intersection(flood).count) + (shadow ? 4 : 3) + 1
