@@ -170,6 +170,8 @@ let package = Package(
         .testTarget(
             name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "BridgeCore", "Nostr", "WebSocketRuntime"]
         ),
+        // The command line's own spec, in process (the executable target, imported for testing).
+        .testTarget(name: "BridgeCLITests", dependencies: ["BridgeBot", "BridgeApp"]),
         // Scenarios in the in-process world (relays, segments, bridges, phones; time advanced without sleeping).
         .testTarget(
             name: "BridgeWorldTests",

@@ -117,13 +117,19 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
     case invalid(field: String, value: String, reason: String)
     case unknownField(String)
     case file(path: String, reason: String)
+    /// Another error, with the misspelt `BRIDGE_*` variables of the environment: a typo is often its cause
+    /// (`BRIDGE_GEOHSAH` leaves `geohash` unset), so its hint comes with the error, not only with a valid configuration.
+    indirect case withTypos(ConfigurationError, [ConfigurationWarning])
 
     public var description: String {
         switch self {
         case .missing(let field): "configuration field '\(field)' is required"
         case .invalid(let field, let value, let reason): "configuration field '\(field)' = '\(value)': \(reason)"
-        case .unknownField(let field): "unknown configuration field '\(field)'"
+        case .unknownField(let field):
+            "unknown configuration field '\(field)'"
+                + (BridgeConfiguration.nearestField(to: field).map { "; did you mean '\($0)'?" } ?? "")
         case .file(let path, let reason): "configuration file \(path): \(reason)"
+        case .withTypos(let error, let typos): ([error.description] + typos.map(\.description)).joined(separator: "; ")
         }
     }
 }
@@ -293,8 +299,28 @@ public struct BridgeConfiguration: Sendable {
         ("modlog", "", "moderation log settings: log_text, retention_days, max_records (file only)"),
     ]
 
-    /// Resolves the configuration from an optional config file's JSON text and the environment.
+    /// Resolves the configuration from an optional config file's JSON text and the environment. An error comes
+    /// with the hints for misspelt `BRIDGE_*` variables (``ConfigurationError/withTypos(_:_:)``).
     public static func resolve(fileText: String?, filePath: String = "config", environment: [String: String])
+        throws(ConfigurationError) -> BridgeConfiguration
+    {
+        do {
+            return try resolveSettings(fileText: fileText, filePath: filePath, environment: environment)
+        } catch {
+            let typos = unknownVariables(in: environment)
+            throw typos.isEmpty ? error : .withTypos(error, typos)
+        }
+    }
+
+    /// The file field nearest to an unknown one, when it is close enough to be a misspelling.
+    static func nearestField(to name: String) -> String? {
+        let nearest = fields.map { (key: $0.key, distance: editDistance(name, $0.key)) }
+            .min { $0.distance < $1.distance || $0.distance == $1.distance && $0.key < $1.key }
+        guard let nearest, nearest.distance <= Limits.misspellingDistance else { return nil }
+        return nearest.key
+    }
+
+    private static func resolveSettings(fileText: String?, filePath: String, environment: [String: String])
         throws(ConfigurationError) -> BridgeConfiguration
     {
         let file = try parseFile(fileText, path: filePath)

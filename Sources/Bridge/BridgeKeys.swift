@@ -24,9 +24,19 @@ public enum KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "key file \(path) has mode \(String(mode, radix: 8)); it holds secrets and must be 600 (chmod 600 \(path))"
         case .unsafeDirectory(let path, let mode, let reason):
             "data directory \(path) has mode \(String(mode, radix: 8)) and \(reason): whoever can write it can replace the "
-                + "identity, the policy file or the database; refusing to use it (chmod 700 \(path))"
+                + "identity, the policy file or the database; refusing to use it (\(Self.advice(path: path, mode: mode)))"
         case .io(let error): "key file: \(error)"
         }
+    }
+
+    /// What fixes an unsafe data directory: a shared one (sticky, as `/tmp`, or another user's) is not this bridge's
+    /// to chmod, so the advice is a directory of its own; a directory of this user's just loses the others' write bit.
+    static func advice(path: String, mode: UInt32) -> String {
+        var info = stat()
+        let shared = mode & UInt32(S_ISVTX) != 0 || (stat(path, &info) == 0 && info.st_uid != geteuid())
+        return shared
+            ? "use a data directory of your own: --data-dir DIR, data_dir or BRIDGE_DATA_DIR"
+            : "chmod 700 \(path)"
     }
 
     /// A setup mistake the operator fixes with chmod/chown (exit 64), not damaged data (exit 1).

@@ -103,7 +103,8 @@ public struct BridgeRuntime: Sendable {
         let source = MetricsSource(pool: pool, node: node, transport: transport, coordinator: coordinator, startedAt: .now)
         var fleetChange: (@Sendable (FleetChange) -> Void)?
         if stores.fleet?.publisher != nil { fleetChange = { change in coordinator.submit(OperatorInput.fleetChange(change)) } }
-        let listener = try RuntimeListener.build(config, stores: stores, source: source, feed: feed, token: token, fleetChange: fleetChange)
+        let listener = try RuntimeListener.build(
+            config, stores: stores, source: source, feed: feed, token: token, fleetChange: fleetChange, logger: logger.child("console"))
         logStart(config, stores: stores, core: core, node: node, pool: pool, logger: logger)
         return BridgeRuntime(
             coordinator: coordinator, node: node, pool: pool, transport: transport, stores: stores, listener: listener,
@@ -214,7 +215,7 @@ public struct BridgeRuntime: Sendable {
         let hangups = SignalHandler([.hangup]) { _ in self.reload() }
         defer { hangups.cancel() }
         let report = await group.run()
-        stores.checkpoint(logger: logger)
+        stores.close(logger: logger)
         if !report.overran.isEmpty {
             logger.warning("services overran their stop deadline", [("services", .array(report.overran.map(JSONValue.string)))])
         }
@@ -239,7 +240,7 @@ public struct BridgeRuntime: Sendable {
         let group = ServiceGroup(services(), logger: logger)
         let running = Task { [stores, logger] in
             let report = await group.run()
-            stores.checkpoint(logger: logger)
+            stores.close(logger: logger)
             return report
         }
         return RunningBridge(group: group, running: running)

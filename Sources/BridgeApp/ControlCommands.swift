@@ -4,8 +4,13 @@ import Bridge
 import BridgeCore
 import MeshSync
 
-/// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`, and
-/// `stores.changed` (another process wrote the stores: the CLI's `identities` edits). Every
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`,
+/// `stores.changed` (another process wrote the stores: the CLI's `identities` edits), and `ping` (which bridge
+/// runs on the data directory: its PID; the CLI says whether a change it made reaches one). Every
 /// answer is `{"ok":true,…}` or `{"ok":false,"error":…}`; every request is logged at info (op, id, urgency,
 /// lengths — the text itself is the operator's and goes to the mesh anyway, but logs stay short).
 enum ControlCommands {
@@ -32,6 +37,8 @@ enum ControlCommands {
             case .failure(let error):
                 return reply(op, logger, error: error.description)
             }
+        case "ping":
+            return .object([("ok", .bool(true)), ("pid", .integer(Int64(getpid())))])
         case "stores.changed":
             // Another process (`identities block`, `forget`) wrote the database: the block list and pins are read again.
             coordinator.storesChanged()
@@ -53,7 +60,7 @@ enum ControlCommands {
                 return reply(op, logger, error: error.description)
             }
         default:
-            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed)")
+            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed, ping)")
         }
     }
 

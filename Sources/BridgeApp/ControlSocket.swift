@@ -39,6 +39,9 @@ public final class ControlSocket: Sendable {
     }
 
     let path: String
+    /// The socket file this bridge bound (device, inode): the stop removes that file and nothing else, so a
+    /// process never removes the socket of another bridge that replaced it.
+    private let file: (device: UInt64, inode: UInt64)
     private let fd: Int32
     private let logger: Logger
     private let handler: @Sendable (JSONValue) async -> JSONValue
@@ -79,6 +82,11 @@ public final class ControlSocket: Sendable {
             throw .system("bind \(path)", message)
         }
         chmod(path, 0o600)
+        guard lstat(path, &info) == 0 else {
+            let message = Self.lastError()
+            close(fd)
+            throw .system("lstat \(path)", message)
+        }
         guard listen(fd, Int32(Limits.maxConnections)) == 0 else {
             let message = Self.lastError()
             close(fd)
@@ -93,6 +101,7 @@ public final class ControlSocket: Sendable {
             throw .system("pipe", error.description)
         }
         self.path = path
+        self.file = (UInt64(info.st_dev), UInt64(info.st_ino))
         self.fd = fd
         self.logger = logger
         self.handler = handler
@@ -100,9 +109,10 @@ public final class ControlSocket: Sendable {
 
     static func lastError() -> String { String(cString: strerror(errno)) }
 
-    /// Starts the accept thread.
+    /// Starts the accept thread; logs where the CLI (`notice`, `identities`) reaches this bridge.
     func start() {
         Self.spawn { [self] in acceptLoop() }
+        logger.info("control socket listening", [("path", .string(path))])
     }
 
     /// Stops accepting (the accept thread is woken), waits for the accept thread, removes the socket file, then
@@ -111,8 +121,15 @@ public final class ControlSocket: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.poke()
         _ = stopped.wait(timeout: .now() + .milliseconds(Limits.stopWaitMs))
-        unlink(path)
+        removeOwnFile()
         await requests.stop()
+    }
+
+    /// Removes the socket file if it is still the one this bridge bound.
+    private func removeOwnFile() {
+        var info = stat()
+        guard lstat(path, &info) == 0, UInt64(info.st_dev) == file.device, UInt64(info.st_ino) == file.inode else { return }
+        unlink(path)
     }
 
     private func acceptLoop() {
@@ -200,7 +217,7 @@ public final class ControlSocket: Sendable {
 
         public var description: String {
             switch self {
-            case .noBridge(let detail): "no bridge is running (\(detail))"
+            case .noBridge(let detail): "no bridge is running on this data directory (\(detail)); start it, or pass the --data-dir it runs on"
             case .failed(let detail): detail
             }
         }
@@ -243,6 +260,11 @@ public final class ControlSocket: Sendable {
         }
         guard answer["ok"]?.boolValue == true else { throw .failed(answer["error"]?.stringValue ?? "the bridge refused the request") }
         return answer
+    }
+
+    /// The PID of the bridge running on `dataDirectory`, nil when none answers on its control socket.
+    public static func runningBridge(dataDirectory: String) -> Int64? {
+        (try? request(.object([("op", .string("ping"))]), dataDirectory: dataDirectory))?["pid"]?.integerValue
     }
 
     /// Tells the bridge running on `dataDirectory`, if any, that this process changed its stores (the CLI's

@@ -59,7 +59,7 @@ struct RuntimeListener {
 
     static func build(
         _ config: BridgeConfiguration, stores: RuntimeStores, source: MetricsSource, feed: ConsoleFeed, token: String?,
-        fleetChange: (@Sendable (FleetChange) -> Void)?
+        fleetChange: (@Sendable (FleetChange) -> Void)?, logger: Logger
     ) throws(CommandExit) -> RuntimeListener {
         let (status, statusWaits) = Self.status(source)
         let charts = ConsoleCharts()
@@ -73,6 +73,9 @@ struct RuntimeListener {
                 database: stores.database, identities: stores.identities, moderationLog: stores.moderationLog))
         } catch {
             throw .failure("console: database \(stores.databasePath): \(error)")
+        }
+        let tokenFile = ConsoleTokenFile(dataDirectory: stores.dataDirectory, token: token) { [logger] problem in
+            logger.error("console token unreadable; the last good one stays", [("error", .string(problem))])
         }
         let console = ConsoleService(
             settings: .init(token: token, readsNeedAuth: config.httpListenBeyondLoopback), stores: consoleStores,
@@ -89,7 +92,7 @@ struct RuntimeListener {
                     case .success: nil
                     case .failure(let error): error.description
                     }
-                }, charts: charts))
+                }, charts: charts, currentToken: { tokenFile.current() }))
         let server: LoopbackHTTPServer
         do {
             let (host, port) = try LoopbackHTTPServer.parseListen(listen)
@@ -97,8 +100,16 @@ struct RuntimeListener {
             settings.bindBeyondLoopback = config.httpListenBeyondLoopback && token != nil
             server = LoopbackHTTPServer(host: host, port: port, settings: settings) { request in console.handle(request) }
             try server.start()
+            let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            logger.notice("console listening", [
+                ("url", .string("http://\(shown):\(server.port)/console")), ("token.exists", .bool(token != nil)),
+                ("token.path", .string(ConsoleToken.path(dataDirectory: stores.dataDirectory))),
+            ])
         } catch {
-            throw .failure("health/metrics listener \(listen): \(error)")
+            if case .addressInUse = error {
+                throw .failure("http_listen \(listen) is in use: stop what listens there, or set http_listen (BRIDGE_HTTP_LISTEN) to a free port")
+            }
+            throw .failure("http_listen \(listen): \(error)")
         }
         return RuntimeListener(
             status: status, statusWaits: statusWaits, server: server, console: console, consoleStores: consoleStores, charts: charts)

@@ -25,6 +25,8 @@ import SpamFilter
 /// serialises every call) and the stop's checkpoint runs once every service has finished.
 struct RuntimeStores: @unchecked Sendable {
     let dataDirectory: String
+    /// Held from before the key file is read until the stop (``close(logger:)``): one bridge per data directory.
+    let lock: DataDirectoryLock
     let keys: BridgeKeys
     nonisolated(unsafe) let database: SQLiteDatabase
     let identities: PeerIdentityCache
@@ -43,6 +45,13 @@ struct RuntimeStores: @unchecked Sendable {
 
     static func open(_ config: BridgeConfiguration, logger: Logger) throws(CommandExit) -> RuntimeStores {
         let dataDirectory = Paths.dataDirectory(option: config.dataDirectory)
+        try DataFiles.checkDataDirectory(dataDirectory)
+        do {
+            try FileIO.makeDirectory(dataDirectory, mode: 0o700)
+        } catch {
+            throw .failure("data directory: \(error)")
+        }
+        let lock = try DataDirectoryLock.acquire(dataDirectory: dataDirectory)
         let keys = try DataFiles.loadKeys(KeyStore(dataDirectory: dataDirectory)) { logger.notice($0) }.keys
         let fleet = try fleetSettings(config, dataDirectory: dataDirectory)
         let spamConfig: SpamFilterConfig
@@ -71,7 +80,7 @@ struct RuntimeStores: @unchecked Sendable {
                 learned: try recent.load(.learned, limit: limit).compactMap(EventID.init(bytes:)),
                 radioCopies: try recent.load(.radioCopy, limit: limit).map { Hex.encode($0) })
             let opened = RuntimeStores(
-                dataDirectory: dataDirectory, keys: keys, database: database, identities: identities, moderationLog: moderationLog,
+                dataDirectory: dataDirectory, lock: lock, keys: keys, database: database, identities: identities, moderationLog: moderationLog,
                 stores: stores, remembered: remembered, spamConfig: spamConfig, modlogConfig: modlogConfig,
                 denylist: try loadDenylist(FileIO.join(dataDirectory, "denylist.json")), fleet: fleet)
             opened.loadPolicy(logger: logger)
@@ -135,13 +144,14 @@ struct RuntimeStores: @unchecked Sendable {
     /// Folds the WAL into the database file and truncates it, so the file alone is complete and a copy or a
     /// backup taken after the stop needs nothing else; then closes the one connection. Runs after every service
     /// has stopped (nobody else uses the connection any more). Failure (disk full) is logged; SQLite's WAL keeps
-    /// the data either way.
-    func checkpoint(logger: Logger) {
+    /// the data either way. Then the data directory's lock is given up: another bridge may start on it.
+    func close(logger: Logger) {
         do {
             try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {
             logger.error("database checkpoint at stop failed (the WAL keeps the data)", [("error", .string(error.description))])
         }
         database.close()
+        lock.release()
     }
 }

@@ -6,33 +6,80 @@ struct OptionSpec {
     let name: String
     let valueName: String?
     let help: String
+    /// The command cannot run without it (`nostr listen --geohash GH`): the parser refuses its absence.
+    var required = false
 
     static func flag(_ name: String, _ help: String) -> OptionSpec { OptionSpec(name: name, valueName: nil, help: help) }
 
     static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, valueName: valueName, help: help)
     }
+
+    static func required(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, valueName: valueName, help: help, required: true)
+    }
+
+    /// `--name VALUE` or `--name`.
+    var form: String { valueName.map { "\(name) \($0)" } ?? name }
 }
 
-/// A (sub)command's interface: what `--help` prints and what the parser accepts.
+/// One positional argument: its name in capitals, as help shows it (`KEY`, `TEXT`).
+struct PositionalSpec {
+    let name: String
+    var optional = false
+    /// Free text that may start with '-' (then it goes after `--`): help shows `[--] TEXT`.
+    var text = false
+
+    static func text(_ name: String) -> PositionalSpec { PositionalSpec(name: name, text: true) }
+    static func optional(_ name: String) -> PositionalSpec { PositionalSpec(name: name, optional: true) }
+}
+
+/// A (sub)command's interface: what the parser accepts, and the help generated from it (so every form help lists
+/// is one the parser takes: `CommandLineSpecTests`).
 struct CommandSpec {
     let path: String
     let summary: String
-    let usage: [String]
+    var positionals: [PositionalSpec] = []
     let options: [OptionSpec]
+    /// A remark after the usage line (where standard input is read, what a value may also be).
+    var note: String = ""
     var details: String = ""
 
+    init(
+        path: String, summary: String, positionals: [PositionalSpec] = [], options: [OptionSpec], note: String = "",
+        details: String = ""
+    ) {
+        self.path = path
+        self.summary = summary
+        self.positionals = positionals
+        self.options = options
+        self.note = note
+        self.details = details
+    }
+
+    /// The usage line after `bitchat-bridge PATH`: required options, the optional ones in brackets, then the
+    /// positionals (optional ones in brackets, free text after `[--]`).
+    var usage: String {
+        var words = options.filter(\.required).map(\.form) + options.filter { !$0.required }.map { "[\($0.form)]" }
+        for positional in positionals {
+            if positional.text { words.append("[--]") }
+            words.append(positional.optional ? "[\(positional.name)]" : positional.name)
+        }
+        return words.joined(separator: " ")
+    }
+
+    var usageLine: String { "bitchat-bridge \(path)" + (usage.isEmpty ? "" : " \(usage)") }
+
     var helpText: String {
-        var lines = ["\(summary)", "", "Usage:"]
-        lines += usage.map { "  bitchat-bridge \(path) \($0)" }
+        var lines = ["\(summary)", "", "Usage:", "  " + usageLine]
+        if !note.isEmpty { lines.append("  " + note) }
         let all = options + [
             .flag("--help", "Show this help."),
             .flag("--", "End of options: every later argument is positional (a TEXT starting with '-')."),
         ]
         lines += ["", "Options:"]
         for option in all {
-            let left = option.valueName.map { "\(option.name) \($0)" } ?? option.name
-            lines.append("  " + left.padding(toLength: max(left.count, 24)) + "  " + option.help)
+            lines.append("  " + option.form.padding(toLength: max(option.form.count, 24)) + "  " + option.help)
         }
         if !details.isEmpty { lines += ["", details] }
         return lines.joined(separator: "\n")
@@ -73,9 +120,7 @@ struct CommandGroup: Sendable {
     var helpText: String {
         let listed = subcommands + (fallback.map { [$0] } ?? [])
         var lines = [summary, "", "Usage:"]
-        for sub in listed {
-            lines += sub.spec.usage.map { "  bitchat-bridge \(sub.spec.path) \($0)" }
-        }
+        for sub in listed { lines.append("  " + sub.spec.usageLine) }
         lines += ["", "Subcommands:"]
         let width = listed.map(\.name.count).max() ?? 0
         for sub in listed {
@@ -86,22 +131,26 @@ struct CommandGroup: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    func run(_ arguments: [String]) throws(CommandExit) {
+    /// The subcommand the arguments name and its parsed arguments. A fallback named by a word (`modlog show`,
+    /// `notice post`) may also be named; one named by a placeholder in capitals (`relays GEOHASH`) is not a word.
+    func resolve(_ arguments: [String]) throws(CommandExit) -> (Subcommand, ParsedArguments) {
         let first = arguments.first
         if first == "--help" || first == "-h" {
             print(helpText)
             throw .clean
         }
-        if let first, let sub = subcommands.first(where: { $0.name == first || $0.aliases.contains(first) }) {
-            try sub.run(try ParsedArguments.parse(Array(arguments.dropFirst()), spec: sub.spec))
+        let named = subcommands + (fallback.map { $0.name == $0.name.lowercased() ? [$0] : [] } ?? [])
+        if let first, let sub = named.first(where: { $0.name == first || $0.aliases.contains(first) }) {
+            return (sub, try ParsedArguments.parse(Array(arguments.dropFirst()), spec: sub.spec))
         } else if let fallback {
-            try fallback.run(try ParsedArguments.parse(arguments, spec: fallback.spec))
+            return (fallback, try ParsedArguments.parse(arguments, spec: fallback.spec))
         } else if let first {
             throw .usage("unknown subcommand '\(name) \(first)' (\(names); see bitchat-bridge \(name) --help)")
         } else {
             throw .usage("missing subcommand for '\(name)': \(names) (see bitchat-bridge \(name) --help)")
         }
     }
+
 }
 
 /// Arguments after the command words, split into positionals, flags and option values.
@@ -160,22 +209,27 @@ struct ParsedArguments {
                 index += 1
             }
         }
+        try result.check(against: spec)
         return result
+    }
+
+    /// The positionals' count and the required options, as the spec (and so the help) says.
+    private func check(against spec: CommandSpec) throws(CommandExit) {
+        let usage = "usage: \(spec.usageLine)"
+        if let missing = spec.options.first(where: { $0.required && values[$0.name] == nil }) {
+            throw .usage("\(missing.name) is required (\(usage))")
+        }
+        let required = spec.positionals.filter { !$0.optional }.count
+        guard positionals.count >= required else {
+            throw .usage("missing argument \(spec.positionals[positionals.count].name) (\(usage))")
+        }
+        guard positionals.count <= spec.positionals.count else {
+            throw .usage("unexpected argument '\(positionals[spec.positionals.count])' (\(usage))")
+        }
     }
 
     private static func isNegativeNumber(_ text: String) -> Bool {
         text.count > 1 && text.hasPrefix("-") && Double(text) != nil
-    }
-
-    /// Exactly `count` positionals (their names used in the message), or a usage error.
-    func requirePositionals(_ names: [String], optional: Int = 0) throws(CommandExit) -> [String] {
-        guard positionals.count >= names.count - optional else {
-            throw .usage("missing argument \(names[positionals.count].uppercased())")
-        }
-        guard positionals.count <= names.count else {
-            throw .usage("unexpected argument '\(positionals[names.count])'")
-        }
-        return positionals
     }
 }
 

@@ -27,21 +27,16 @@ enum BenchCommand {
             subcommands: benches.map { bench in
                 Subcommand(bench.name, CommandSpec(
                     path: "bench \(bench.name)", summary: "Benchmark: \(bench.summary).",
-                    usage: [(["[--json] [--quick]"] + (ownOptions[bench.name] ?? []).map { "[\($0.name)]" }).joined(separator: " ")],
                     options: [
                         .flag("--json", "Print exactly one JSON object (shared/spec/BENCH.md)."),
                         .flag("--quick", "Smaller inputs, for a smoke run in tests."),
                     ] + (ownOptions[bench.name] ?? []))) { args throws(CommandExit) in
-                        _ = try args.requirePositionals([])
                         let report = try bench.run(BenchOptions(quick: args.has("--quick"), millionOnly: args.has("--million-only")))
                         print(args.has("--json") ? JSONWriter.compact(report.jsonValue) : report.table)
                     }
             })
     }
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
 }
 
 /// Options every benchmark understands.

@@ -9,25 +9,50 @@ import Glibc
 enum BridgeCommandLine {
     static let version = BridgeVersion.string
 
-    /// Top-level commands: name, one-line summary, handler taking the remaining arguments.
-    static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws(CommandExit) -> Void)] = [
-        ("run", "Run the bridge (configuration: --config FILE and BRIDGE_* environment variables).", RunCommand.run),
-        ("demo", "Run the offline demo (relay, radio-hub, bridge, scripted phones on loopback).", DemoCommand.run),
-        ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).", KeysCommand.run),
-        ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", RelaysCommand.run),
-        ("geohash", "Encode, decode and list neighbours of geohash cells.", GeohashCommand.run),
-        ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", NostrCommand.run),
-        ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).", IdentitiesCommand.run),
-        ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", WireCommand.run),
-        ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines), say a signed public message, or deposit.", MeshCommand.run),
-        ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.", RadioHubCommand.run),
-        ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", SpamCommand.run),
-        ("modlog", "Show or export the moderation log (messages the spam filter hid, with rule and figures).", ModlogCommand.run),
-        ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).", ConsoleTokenCommand.run),
-        ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", NoticeCommand.run),
-        ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).", StatusCommand.run),
-        ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", BenchCommand.run),
+    /// A top-level command: one spec, parsed and then run, or a group of subcommands.
+    enum Node: Sendable {
+        case single(Subcommand)
+        case group(CommandGroup)
+    }
+
+    /// Top-level commands: name, one-line summary, and what parses and runs the remaining arguments.
+    static let commands: [(name: String, summary: String, node: Node)] = [
+        ("run", "Run the bridge (configuration: --config FILE and BRIDGE_* environment variables).",
+         .single(Subcommand("run", RunCommand.spec, run: RunCommand.run))),
+        ("demo", "Run the offline demo (relay, radio-hub, bridge, scripted phones on loopback).",
+         .single(Subcommand("demo", DemoCommand.spec, run: DemoCommand.run))),
+        ("keys", "Create on first use, then show, the bridge's identity (peer ID, fingerprint, npubs).",
+         .single(Subcommand("keys", KeysCommand.spec, run: KeysCommand.run))),
+        ("relays", "Choose the Nostr relays for a geohash, or import the relay directory CSV.", .group(RelaysCommand.group)),
+        ("geohash", "Encode, decode and list neighbours of geohash cells.", .group(GeohashCommand.group)),
+        ("nostr", "Listen to, post to, sign and verify Nostr geohash events.", .group(NostrCommand.group)),
+        ("identities", "List and annotate the identities met (allow, block, verify, note, petname, forget, stats).",
+         .group(IdentitiesCommand.group)),
+        ("wire", "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).", .group(WireCommand.group)),
+        ("mesh", "Join a bitchat mesh as a peer: listen (JSON lines), say a signed public message, or deposit.", .group(MeshCommand.group)),
+        ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.",
+         .single(Subcommand("radio-hub", RadioHubCommand.spec, run: RadioHubCommand.run))),
+        ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", .group(SpamCommand.group)),
+        ("modlog", "Show or export the moderation log (messages the spam filter hid, with rule and figures).", .group(ModlogCommand.group)),
+        ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).",
+         .single(Subcommand("console-token", ConsoleTokenCommand.spec, run: ConsoleTokenCommand.run))),
+        ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", .group(NoticeCommand.group)),
+        ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).",
+         .single(Subcommand("status", StatusCommand.spec, run: StatusCommand.run))),
+        ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", .group(BenchCommand.group)),
     ]
+
+    /// The (sub)command `arguments` name and its arguments, parsed against its spec (`--help` prints and throws
+    /// ``CommandExit/clean``); what ``run(_:)`` runs, and what the help-forms test parses.
+    static func resolve(_ arguments: [String]) throws(CommandExit) -> (Subcommand, ParsedArguments) {
+        guard let first = arguments.first, let command = commands.first(where: { $0.name == first }) else {
+            throw .usage("unknown command '\(arguments.first ?? "")' (see bitchat-bridge --help)")
+        }
+        switch command.node {
+        case .single(let sub): return (sub, try ParsedArguments.parse(Array(arguments.dropFirst()), spec: sub.spec))
+        case .group(let group): return try group.resolve(Array(arguments.dropFirst()))
+        }
+    }
 
     static var helpText: String {
         var lines = [
@@ -77,8 +102,8 @@ enum BridgeCommandLine {
         switch first {
         case "--help", "-h", "help":
             // `help nostr post` is `nostr post --help`.
-            if arguments.count > 1, let command = commands.first(where: { $0.name == arguments[1] }) {
-                try command.run(Array(arguments.dropFirst(2)) + ["--help"])
+            if arguments.count > 1, commands.contains(where: { $0.name == arguments[1] }) {
+                _ = try resolve(Array(arguments.dropFirst()) + ["--help"])
             }
             print(helpText)
             return
@@ -86,10 +111,8 @@ enum BridgeCommandLine {
             print("bitchat-bridge \(version)")
             return
         default:
-            guard let command = commands.first(where: { $0.name == first }) else {
-                throw .usage("unknown command '\(first)' (see bitchat-bridge --help)")
-            }
-            try command.run(Array(arguments.dropFirst()))
+            let (sub, args) = try resolve(arguments)
+            try sub.run(args)
         }
     }
 }

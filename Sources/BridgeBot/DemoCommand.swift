@@ -12,7 +12,6 @@ enum DemoCommand {
     static let spec = CommandSpec(
         path: "demo",
         summary: "Run the offline demo: relay, radio-hub, bridge and scripted phones on loopback.",
-        usage: ["[--venv DIR] [--peers DIR] [--keep-running]"],
         options: [
             .value("--venv", "DIR", "Python virtualenv with nostr-sdk (default .venv, made by scripts/setup)."),
             .value("--peers", "DIR", "Directory with sdk_relay.py (default tools/peers)."),
@@ -22,9 +21,7 @@ enum DemoCommand {
 
     static let geohash = "u4pruy"
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        _ = try args.requirePositionals([])
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         let venv = args.value("--venv") ?? ".venv"
         let peers = args.value("--peers") ?? "tools/peers"
         guard FileManager.default.isExecutableFile(atPath: venv + "/bin/python") else {
@@ -97,13 +94,19 @@ final class Demo: @unchecked Sendable {
         try await hub.waitForLine("hub ready") { $0.contains("\"listening\"") }
         say("radio    a virtual radio island at tcp://127.0.0.1:\(hubPort) (frames up to 512 bytes, as over BLE; larger ones go in fragments)")
 
+        // The console on, with its token, so a kept-running demo is one a moderator can sign in to.
+        let tokenCommand = "\(binary) console-token --data-dir \(directory)/bridge"
+        _ = try await spawn(["console-token", "--data-dir", directory + "/bridge"], name: "console-token").waitForExit()
+        let consoleURL = "http://127.0.0.1:\(LoopbackPort.free())"
         let bridge = try spawn(["run"], environment: [
             "BRIDGE_GEOHASH": DemoCommand.geohash, "BRIDGE_DATA_DIR": directory + "/bridge", "BRIDGE_RELAYS": relayURL,
-            "BRIDGE_RELAY_DIRECTORY": "off", "BRIDGE_MESH": "tcp://127.0.0.1:\(hubPort)", "BRIDGE_HTTP_LISTEN": "off",
+            "BRIDGE_RELAY_DIRECTORY": "off", "BRIDGE_MESH": "tcp://127.0.0.1:\(hubPort)",
+            "BRIDGE_HTTP_LISTEN": String(consoleURL.dropFirst("http://".count)),
             "BRIDGE_NICKNAME": "stage-bridge", "BRIDGE_POW_BITS": "8", "BRIDGE_LOG_LEVEL": "info",
         ], name: "bridge")
         try await bridge.waitForLine(stderr: true, "bridge connected") { $0.contains("relay connected") }
         say("bridge   bitchat-bridge run --geohash \(DemoCommand.geohash): gateway + rendezvous, spam filter on both sides")
+        say("console  \(consoleURL)/console (sign in with the token \(tokenCommand) prints)")
 
         let reader = try spawn(["mesh", "listen", "--mesh", "tcp://127.0.0.1:\(hubPort)", "--ephemeral", "--nickname", "reader"], name: "reader")
         let watcher = try spawn(["nostr", "listen", "--geohash", DemoCommand.geohash, "--relay", relayURL], name: "watcher")
@@ -159,7 +162,7 @@ final class Demo: @unchecked Sendable {
         say("summary: \(carried) channel messages reached the mesh, \(hidden) hidden by the bridge's judgement, "
             + "the operator's notice \(noticeSeen ? "is on the mesh's board" : "did NOT reach the mesh")")
         if keepRunning {
-            say("still running: relay \(relayURL), island tcp://127.0.0.1:\(hubPort). Try:")
+            say("still running: relay \(relayURL), island tcp://127.0.0.1:\(hubPort), console \(consoleURL)/console. Try:")
             say("  \(binary) mesh say --mesh tcp://127.0.0.1:\(hubPort) --ephemeral hi")
             say("  \(binary) nostr post --geohash \(DemoCommand.geohash) --relay \(relayURL) hello")
             say("Ctrl-C stops everything.")

@@ -12,26 +12,23 @@ enum GeohashCommand {
         subcommands: [
             Subcommand("encode", CommandSpec(
                 path: "geohash encode", summary: "The geohash cell containing a point.",
-                usage: ["LAT LON [PRECISION]   (precision 1–12, default 6; a negative LAT or LON is a number, not an option)"],
-                options: [compactOption]), run: encode),
+                positionals: [PositionalSpec(name: "LAT"), PositionalSpec(name: "LON"), .optional("PRECISION")],
+                options: [compactOption],
+                note: "(precision 1–12, default 6; a negative LAT or LON is a number, not an option)"), run: encode),
             Subcommand("decode", CommandSpec(
                 path: "geohash decode", summary: "A cell's precision, centre and bounds.",
-                usage: ["GH"], options: [compactOption])) { args throws(CommandExit) in
-                    let cell = try parseCell(try args.requirePositionals(["gh"])[0])
+                positionals: [PositionalSpec(name: "GH")], options: [compactOption])) { args throws(CommandExit) in
+                    let cell = try parseCell(args.positionals[0])
                     printJSON(.object([("geohash", .string(cell.string))] + describe(cell)), compact: args.has("--compact"))
                 },
             Subcommand("neighbors", CommandSpec(
                 path: "geohash neighbors", summary: "A cell's neighbours (N, NE, E, SE, S, SW, W, NW).",
-                usage: ["GH"], options: [compactOption],
+                positionals: [PositionalSpec(name: "GH")], options: [compactOption],
                 details: "Directions that would cross a pole are left out."), aliases: ["neighbours"], run: neighbors),
         ])
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     private static func encode(_ args: ParsedArguments) throws(CommandExit) {
-        let p = try args.requirePositionals(["lat", "lon", "precision"], optional: 1)
+        let p = args.positionals
         guard let lat = Double(p[0]), lat.isFinite, (-90...90).contains(lat) else {
             throw .usage("LAT '\(p[0])' must be a number from -90 to 90")
         }
@@ -50,7 +47,7 @@ enum GeohashCommand {
     }
 
     private static func neighbors(_ args: ParsedArguments) throws(CommandExit) {
-        let cell = try parseCell(try args.requirePositionals(["gh"])[0])
+        let cell = try parseCell(args.positionals[0])
         printJSON(
             .object([
                 ("geohash", .string(cell.string)),

@@ -19,17 +19,18 @@ enum IdentitiesCommand {
         "--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge).")
     static let jsonOption = OptionSpec.flag("--json", "Print JSON.")
     static let keyHelp = """
-        KEY is mesh:<64 hex> (fingerprint), nostr:<64 hex> (x-only pubkey), an npub1…, or bare hex of a key
-        already in the cache. Any relationship (allow, verify, block, petname, note, or a trust level left
-        by unverify) protects the identity from eviction.
+        KEY is mesh:<64 hex> (fingerprint), nostr:<64 hex> (x-only pubkey), an npub1…, or at least 8 hex of a
+        key already in the cache, as the tables show it (mesh: or nostr: first when both kinds match; a prefix
+        that matches several keys exits 64 listing them). Any relationship (allow, verify, block, petname, note,
+        or a trust level left by unverify) protects the identity from eviction.
         """
 
     /// One annotating subcommand taking KEY (and for note/petname a value), with its own spec.
     private static func keyed(_ verb: String, _ summary: String, value: String? = nil) -> Subcommand {
         Subcommand(verb, CommandSpec(
             path: "identities \(verb)", summary: summary,
-            usage: [value.map { "KEY \($0)   (an empty \($0) removes it)" } ?? "KEY"],
-            options: [dataDirOption, jsonOption], details: keyHelp)
+            positionals: [PositionalSpec(name: "KEY")] + (value.map { [.text($0)] } ?? []),
+            options: [dataDirOption, jsonOption], note: value.map { "(an empty \($0) removes it)" } ?? "", details: keyHelp)
         ) { args throws(CommandExit) in try annotate(verb, args) }
     }
 
@@ -39,7 +40,6 @@ enum IdentitiesCommand {
         subcommands: [
             Subcommand("list", CommandSpec(
                 path: "identities list", summary: "List the identities in the stranger cache, protected ones included.",
-                usage: ["[--strangers|--protected] [--limit N] [--json]"],
                 options: [
                     dataDirOption,
                     .flag("--strangers", "Only identities without any relationship."),
@@ -47,7 +47,6 @@ enum IdentitiesCommand {
                     .value("--limit", "N", "At most N rows (default \(Limits.defaultListLimit))."),
                     jsonOption,
                 ])) { args throws(CommandExit) in
-                    _ = try args.requirePositionals([])
                     try list(args, dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
                 },
             keyed("allow", "Mark KEY as allowed (a relationship: protected from eviction)."),
@@ -60,8 +59,8 @@ enum IdentitiesCommand {
             keyed("petname", "Set a petname for KEY.", value: "NAME"),
             Subcommand("forget", CommandSpec(
                 path: "identities forget", summary: "Remove KEY from the cache with everything on it.",
-                usage: ["KEY"], options: [dataDirOption], details: keyHelp)) { args throws(CommandExit) in
-                    let text = try args.requirePositionals(["key"])[0]
+                positionals: [PositionalSpec(name: "KEY")], options: [dataDirOption], details: keyHelp)) { args throws(CommandExit) in
+                    let text = args.positionals[0]
                     let (cache, store) = try open(Paths.dataDirectory(option: args.value("--data-dir")))
                     let key = try resolve(text, store: store)
                     do {
@@ -73,8 +72,7 @@ enum IdentitiesCommand {
                 },
             Subcommand("stats", CommandSpec(
                 path: "identities stats", summary: "Count the identities, strangers and protected ones.",
-                usage: ["[--json]"], options: [dataDirOption, jsonOption])) { args throws(CommandExit) in
-                    _ = try args.requirePositionals([])
+                options: [dataDirOption, jsonOption])) { args throws(CommandExit) in
                     try stats(json: args.has("--json"), dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
                 },
         ],
@@ -84,17 +82,13 @@ enum IdentitiesCommand {
             (told on its control socket).
             """)
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     /// allow|unallow|block|unblock|verify|unverify KEY, note KEY TEXT, petname KEY NAME.
     private static func annotate(_ verb: String, _ args: ParsedArguments) throws(CommandExit) {
         let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
         let json = args.has("--json")
         switch verb {
         case "note", "petname":
-            let values = try args.requirePositionals(["key", verb == "note" ? "text" : "name"])
+            let values = args.positionals
             let value = values[1].isEmpty ? nil : values[1]
             let limit = verb == "note" ? Annotations.Limits.maxNotesBytes : Annotations.Limits.maxPetnameBytes
             if let value, value.utf8.count > limit {
@@ -104,7 +98,7 @@ enum IdentitiesCommand {
                 if verb == "note" { annotations.notes = value } else { annotations.petname = value }
             }
         default:
-            let text = try args.requirePositionals(["key"])[0]
+            let text = args.positionals[0]
             try annotate(text, dataDirectory: dataDirectory, json: json) { annotations in
                 switch verb {
                 case "allow":
@@ -146,7 +140,8 @@ enum IdentitiesCommand {
         return (cache, store)
     }
 
-    /// KEY text → key: qualified, npub, or bare hex of a key already in the cache (unambiguous).
+    /// KEY text → key: an npub; `mesh:`/`nostr:` with all 64 hex (a key not met yet may be annotated too); or a
+    /// prefix of at least 8 hex, bare or with its kind, of a key in the cache (``KeyPrefix``).
     static func resolve(_ text: String, store: any IdentityStore) throws(CommandExit) -> IdentityKey {
         if text.hasPrefix("npub1") {
             do {
@@ -155,30 +150,26 @@ enum IdentitiesCommand {
                 throw .usage("'\(text)' is not a valid npub (\(error))")
             }
         }
-        if text.contains(":") {
+        let typed = try KeyPrefix(text)
+        if typed.isWholeKey, let kind = typed.kind {
             do {
-                return try IdentityKey(qualified: text)
+                return try IdentityKey(qualified: "\(kind.name):\(typed.hex)")
             } catch {
                 throw .usage("'\(text)': \(error)")
             }
         }
         var found: [IdentityKey] = []
-        for kind in IdentityKind.allCases {
-            guard let key = try? IdentityKey(qualified: "\(kind.name):\(text)") else {
-                throw .usage("'\(text)' is not a key: use mesh:<64 hex>, nostr:<64 hex> or npub1…")
+        do {
+            for kind in typed.kind.map({ [$0] }) ?? IdentityKind.allCases {
+                found += try store.keys(hexPrefix: typed.hex, kind: kind, limit: KeyPrefix.maxCandidates + 1)
             }
-            do {
-                if try store.record(key) != nil { found.append(key) }
-            } catch {
-                throw .failure("cannot read the identity database: \(error)")
-            }
+        } catch {
+            throw .failure("cannot read the identity database: \(error)")
         }
-        guard found.count == 1 else {
-            throw .usage(found.isEmpty
-                ? "'\(text)' is not in the cache; write mesh:\(text) or nostr:\(text) to annotate a key not seen yet"
-                : "'\(text)' is both a mesh and a Nostr key; write mesh:\(text) or nostr:\(text)")
-        }
-        return found[0]
+        let absent = typed.isWholeKey
+            ? "'\(text)' is not in the cache; write mesh:\(text) or nostr:\(text) to annotate a key not seen yet"
+            : "no identity in the cache starts with '\(text)'"
+        return try typed.unique(found, describe: { $0.qualified }, absent: absent)
     }
 
     private static func annotate(

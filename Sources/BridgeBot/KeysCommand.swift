@@ -11,7 +11,6 @@ enum KeysCommand {
     static let spec = CommandSpec(
         path: "keys",
         summary: "Create on first use, then show, the bridge's identity. Secrets stay in the key file (mode 0600).",
-        usage: ["[--data-dir DIR] [--geohash GH] [--json]"],
         options: [
             .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
             .value("--geohash", "GH", "Also show the Nostr identities for this geohash channel (and its 6-char cell)."),
@@ -19,9 +18,7 @@ enum KeysCommand {
         ]
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        _ = try args.requirePositionals([])
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         let geohash: GeohashCell?
         if let text = args.value("--geohash") {
             do {

@@ -18,7 +18,7 @@ enum MeshCommand {
     }
 
     static let commonOptions: [OptionSpec] = [
-        .value("--mesh", "URL", "Transport: tcp://HOST:PORT[?mtu=N] (a radio-hub; repeat to join several islands), or bluez[:hciN] (BLE)."),
+        .required("--mesh", "URL", "Transport: tcp://HOST:PORT[?mtu=N] (a radio-hub; repeat to join several islands), or bluez[:hciN] (BLE)."),
         .value("--data-dir", "DIR", "Use the bridge identity from this data directory (default: as for 'keys')."),
         .flag("--ephemeral", "Use a fresh in-memory identity instead (scripted test phones)."),
         .value("--nickname", "NAME", "Nickname in announces (default: bridge)."),
@@ -28,7 +28,6 @@ enum MeshCommand {
     static let listenSpec = CommandSpec(
         path: "mesh listen",
         summary: "Join the mesh as a peer and print peers and public messages as JSON lines.",
-        usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME]"],
         options: commonOptions + [
             .value("--say", "TEXT", "Send TEXT as a public message once the first peer is verified (repeatable; scripted tests)."),
             .value("--say-every", "SECONDS", "With --say: send the texts this many seconds apart (default 0: all at once)."),
@@ -47,7 +46,7 @@ enum MeshCommand {
     static let saySpec = CommandSpec(
         path: "mesh say",
         summary: "Send one signed public message (after a signed announce) and exit.",
-        usage: ["--mesh tcp://127.0.0.1:PORT [--ephemeral] [--nickname NAME] [--] TEXT"],
+        positionals: [.text("TEXT")],
         options: commonOptions + [
             .value("--wait", "SECONDS", "With bluez: wait this long for a verified peer before sending (default 30)."),
         ]
@@ -61,10 +60,6 @@ enum MeshCommand {
             Subcommand("say", saySpec, run: say),
             Subcommand("deposit", MeshDepositCommand.spec, run: MeshDepositCommand.run),
         ])
-
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
 
     /// The app a scripted phone behaves as (`mesh listen --model`).
     enum PhoneModel: String, Sendable {
@@ -185,7 +180,6 @@ enum MeshCommand {
     }
 
     private static func listen(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         let setup = try setup(args)
         let sayTexts = args.allValues("--say")
         var sayEverySeconds = 0
@@ -255,7 +249,7 @@ enum MeshCommand {
     }
 
     private static func say(_ args: ParsedArguments) throws(CommandExit) {
-        let text = try args.requirePositionals(["text"])[0]
+        let text = args.positionals[0]
         guard !text.isEmpty else { throw .usage("TEXT must not be empty") }
         let setup = try setup(args)
         var waitMs = 30_000

@@ -16,17 +16,18 @@ enum MeshDepositCommand {
     static let spec = CommandSpec(
         path: "mesh deposit",
         summary: "Deposit a signed Nostr event with a bridge (toBridge) or gateway (toGateway) peer, as a mesh-only phone.",
-        usage: ["--mesh URL (--cell CELL | --channel GEOHASH) [--ephemeral] [--nickname NAME] [--wait SECONDS] [--] TEXT"],
+        positionals: [.text("TEXT")],
         options: MeshCommand.commonOptions + [
             .value("--cell", "CELL", "Rendezvous deposit (toBridge) for this 6-character cell."),
             .value("--channel", "GEOHASH", "Channel deposit (toGateway) for this geohash channel."),
             .value("--nostr-seed", "HEX", "32-byte seed for the phone's Nostr keys (default: random, like a new phone)."),
             .value("--wait", "SECONDS", "How long to wait for a bridge/gateway peer (default 10)."),
-        ]
+        ],
+        note: "(one of --cell or --channel)"
     )
 
     static func run(_ args: ParsedArguments) throws(CommandExit) {
-        let text = try args.requirePositionals(["text"])[0]
+        let text = args.positionals[0]
         guard !text.isEmpty else { throw .usage("TEXT must not be empty") }
         let cell = args.value("--cell")
         let channel = args.value("--channel")

@@ -1,5 +1,6 @@
 import BridgeApp
 import BotSupport
+import Identity
 import ModerationLog
 import SpamFilter
 
@@ -13,12 +14,11 @@ enum ModlogCommand {
     static let spec = CommandSpec(
         path: "modlog",
         summary: "Show the moderation log: messages the spam filter hid, with rule and figures.",
-        usage: ["[--since DURATION] [--rule RULE] [--direction DIR] [--sender KEY] [--limit N] [--json] [--data-dir DIR]"],
         options: [
             .value("--since", "DURATION", "Only records from the last DURATION (90s, 10m, 1h, 2d; a bare number is seconds)."),
             .value("--rule", "RULE", "Only this rule: " + HideRule.allCases.map(\.label).joined(separator: ", ") + "."),
             .value("--direction", "DIR", "nostr-to-mesh or mesh-to-nostr."),
-            .value("--sender", "KEY", "Only this sender key."),
+            .value("--sender", "KEY", "Only this sender: its key, or at least 8 hex of it as the table shows (mesh:/nostr: to say which side)."),
             .value("--limit", "N", "At most N records, newest first (default 50)."),
             .flag("--json", "One JSON object per record, one per line."),
             .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
@@ -41,9 +41,8 @@ enum ModlogCommand {
     static let exportSpec = CommandSpec(
         path: "modlog export",
         summary: "Export the moderation log for an incident report: records judged in a time range, oldest first.",
-        usage: ["--since TIME [--until TIME] [--format jsonl|csv] [--redact-text] [--output FILE] [--data-dir DIR]"],
         options: [
-            .value("--since", "TIME", "Start of the range, inclusive (required)."),
+            .required("--since", "TIME", "Start of the range, inclusive."),
             .value("--until", "TIME", "End of the range, exclusive (default: now)."),
             .value("--format", "FORMAT", "jsonl (one JSON object a line, default) or csv (RFC 4180, with a header)."),
             .flag("--redact-text", "Leave the message text out (its SHA-256 stays, so copies still match)."),
@@ -62,12 +61,7 @@ enum ModlogCommand {
         subcommands: [Subcommand("export", exportSpec, run: export)],
         fallback: Subcommand("show", spec, run: show))
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     static func export(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         guard let since = args.value("--since") else { throw .usage("--since is required (a TIME; see modlog export --help)") }
         let range: ModerationExportRange
         do {
@@ -135,7 +129,6 @@ enum ModlogCommand {
     }
 
     static func show(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         var query = ModerationQuery(limit: 50)
         if let since = args.value("--since") {
             guard let seconds = parseDuration(since) else { throw .usage("--since '\(since)' is not a duration like 90s, 10m, 1h, 2d") }
@@ -153,7 +146,6 @@ enum ModlogCommand {
             }
             query.direction = parsed
         }
-        query.senderKey = args.value("--sender")
         if let limit = args.value("--limit") {
             guard let n = Int(limit), n >= 1, n <= ModerationLog.Limits.maxQueryLimit else {
                 throw .usage("--limit '\(limit)' must be between 1 and \(ModerationLog.Limits.maxQueryLimit)")
@@ -169,9 +161,13 @@ enum ModlogCommand {
         }
         let records: [ModerationRecord]
         do {
-            records = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil).records(query)
+            let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+            if let sender = args.value("--sender") { try narrow(&query, sender: sender, log: log) }
+            records = try log.records(query)
+        } catch let exit as CommandExit {
+            throw exit
         } catch {
-            throw .failure(error.description)
+            throw .failure("\(error)")
         }
         if args.has("--json") {
             for record in records { print(JSONWriter.compact(record.jsonValue)) }
@@ -193,6 +189,22 @@ enum ModlogCommand {
                     + sender.padding(toLength: 18) + summary(r).padding(toLength: 34) + text.replacingNewlines())
         }
         if records.contains(where: \.shadow) { print("* shadow mode: logged, not hidden") }
+    }
+
+    /// `--sender KEY`: the whole key or a prefix of at least 8 hex as the table shows it (``KeyPrefix``); `nostr:`
+    /// narrows to Nostr senders (nostr-to-mesh), `mesh:` to mesh ones. A prefix matching several senders exits 64;
+    /// one matching none lists nothing.
+    static func narrow(_ query: inout ModerationQuery, sender: String, log: ModerationLog) throws(CommandExit) {
+        let typed = try KeyPrefix(sender)
+        if let kind = typed.kind { query.direction = kind == .nostr ? .nostrToMesh : .meshToNostr }
+        let senders: [String]
+        do {
+            senders = try log.senders(hexPrefix: typed.hex, limit: KeyPrefix.maxCandidates + 1)
+        } catch {
+            throw .failure("\(error)")
+        }
+        // No sender starts with it: nothing matches, and the listing says so.
+        query.senderKey = senders.isEmpty ? typed.hex : try typed.unique(senders, describe: { $0 }, absent: "")
     }
 
     /// The rule's key figure, from the stored figures JSON.

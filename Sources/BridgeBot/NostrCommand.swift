@@ -17,7 +17,7 @@ import BridgeCore
 
 /// `bitchat-bridge nostr listen|post|sign|verify`: operator tools for the internet side.
 enum NostrCommand {
-    static let geohashOption = OptionSpec.value("--geohash", "GH", "Channel geohash.")
+    static let geohashOption = OptionSpec.required("--geohash", "GH", "Channel geohash.")
     static let dataDirOption = OptionSpec.value("--data-dir", "DIR", "Data directory with the bridge identity (the channel key).")
     /// Options of the two commands that talk to relays.
     static let relayOptions: [OptionSpec] = [
@@ -35,7 +35,6 @@ enum NostrCommand {
             Subcommand("listen", CommandSpec(
                 path: "nostr listen",
                 summary: "Subscribe to a geohash channel (or a rendezvous ring) and print verified events as JSON lines.",
-                usage: ["--geohash GH [--cell] [--relay URL…] [--count N] [--seconds S]"],
                 options: [geohashOption,
                           .flag("--cell", "Subscribe to the bridge rendezvous (#r of the 6-char cell and its 8 neighbours)."),
                           .value("--count", "N", "Exit after N verified events."),
@@ -49,7 +48,7 @@ enum NostrCommand {
             Subcommand("post", CommandSpec(
                 path: "nostr post",
                 summary: "Sign a channel message with the channel key, mine its proof of work and publish it.",
-                usage: ["--geohash GH [--relay URL…] [--nickname NAME] [--pow BITS] [--] TEXT"],
+                positionals: [.text("TEXT")],
                 options: [geohashOption,
                           .value("--nickname", "NAME", "The n tag (omitted when empty)."),
                           .value("--pow", "BITS", "NIP-13 target (default \(NostrPoW.defaultTarget))."),
@@ -60,22 +59,18 @@ enum NostrCommand {
             Subcommand("sign", CommandSpec(
                 path: "nostr sign",
                 summary: "Sign unsigned events (one JSON object per line on stdin) with the channel key.",
-                usage: ["--geohash GH [--pow BITS] < unsigned-events.jsonl"],
                 options: [geohashOption, .value("--pow", "BITS", "Mine to this NIP-13 target first (default: none)."), dataDirOption],
+                note: "< unsigned-events.jsonl",
                 details: "pubkey may be omitted (it is the channel key's). \(exitCodes) (a line not signed)."),
                 run: sign),
             Subcommand("verify", CommandSpec(
                 path: "nostr verify",
                 summary: "Verify events (one JSON object per line on stdin): id, signature and proof of work.",
-                usage: ["< events.jsonl"],
                 options: [],
+                note: "< events.jsonl",
                 details: "One line per event: {\"line\":N,\"valid\":…}. \(exitCodes) (an invalid event)."),
                 run: verify),
         ])
-
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
 
     // MARK: Helpers
 
@@ -155,7 +150,6 @@ enum NostrCommand {
     // MARK: listen
 
     static func listen(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         let cell = try geohash(args)
         let count = try intOption(args, "--count", range: 1...1_000_000)
         let seconds = try intOption(args, "--seconds", range: 1...86_400 * 365)
@@ -240,7 +234,7 @@ enum NostrCommand {
 
     static func post(_ args: ParsedArguments) throws(CommandExit) {
         let cell = try geohash(args)
-        let text = try args.requirePositionals(["text"])[0]
+        let text = args.positionals[0]
         guard !text.trimmingEdges(where: \.isWhitespace).isEmpty else { throw .usage("TEXT is empty") }
         let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget) ?? NostrPoW.defaultTarget
         let seconds = try intOption(args, "--seconds", range: 1...3600) ?? 10
@@ -311,7 +305,6 @@ enum NostrCommand {
     static func stdinLines() -> AnyIterator<String> { AnyIterator { readLine(strippingNewline: true) } }
 
     static func sign(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         let cell = try geohash(args)
         let target = try intOption(args, "--pow", range: 0...NostrPoW.Limits.maxTarget)
         let key = try channelKey(args, geohash: cell)
@@ -347,7 +340,6 @@ enum NostrCommand {
     }
 
     static func verify(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         var invalid = 0
         for (number, line) in stdinLines().enumerated() where !line.isEmpty {
             do {

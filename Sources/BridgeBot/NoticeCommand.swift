@@ -16,7 +16,7 @@ enum NoticeCommand {
     static let postSpec = CommandSpec(
         path: "notice",
         summary: "Post an operator notice on the board (mesh and Nostr) through the running bridge.",
-        usage: ["TEXT [--urgent] [--expires DURATION] [--geohash GH] [--data-dir DIR]"],
+        positionals: [.text("TEXT")],
         options: [
             .flag("--urgent", "Mark it urgent (the board's urgent flag; t=urgent on Nostr)."),
             .value("--expires", "DURATION", "Lifetime: <n>m, <n>h or <n>d, at most 7 days (default 12h)."),
@@ -28,13 +28,12 @@ enum NoticeCommand {
     static let listSpec = CommandSpec(
         path: "notice list",
         summary: "List this bridge's live operator notices.",
-        usage: ["[--json] [--data-dir DIR]"],
         options: [.flag("--json", "One JSON object per notice, one per line."), dataDirOption])
 
     static let withdrawSpec = CommandSpec(
         path: "notice withdraw",
         summary: "Withdraw an operator notice: a board tombstone on the mesh and a kind 5 on Nostr.",
-        usage: ["ID [--data-dir DIR]"],
+        positionals: [PositionalSpec(name: "ID")],
         options: [dataDirOption])
 
     static let group = CommandGroup(
@@ -43,12 +42,8 @@ enum NoticeCommand {
         subcommands: [Subcommand("list", listSpec, run: list), Subcommand("withdraw", withdrawSpec, run: withdraw)],
         fallback: Subcommand("post", postSpec, run: post))
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     static func post(_ args: ParsedArguments) throws(CommandExit) {
-        let positionals = try args.requirePositionals(["TEXT"])
+        let positionals = args.positionals
         var request: [(String, JSONValue)] = [("op", .string("notice.post")), ("text", .string(positionals[0]))]
         request.append(("urgent", .bool(args.has("--urgent"))))
         if let expires = args.value("--expires") {
@@ -61,7 +56,6 @@ enum NoticeCommand {
     }
 
     static func list(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         let answer = try call(.object([("op", .string("notice.list"))]), args)
         guard case .array(let notices)? = answer["notices"] else { throw .failure("the bridge's answer has no notices") }
         for notice in notices {
@@ -76,7 +70,7 @@ enum NoticeCommand {
     }
 
     static func withdraw(_ args: ParsedArguments) throws(CommandExit) {
-        let positionals = try args.requirePositionals(["ID"])
+        let positionals = args.positionals
         guard (try? Hex.decode(positionals[0])) != nil else { throw .usage("ID '\(positionals[0])' is not hex") }
         _ = try call(.object([("op", .string("notice.withdraw")), ("id", .string(positionals[0]))]), args)
         print("withdrawn \(positionals[0])")

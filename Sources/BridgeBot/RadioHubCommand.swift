@@ -7,9 +7,8 @@ enum RadioHubCommand {
     static let spec = CommandSpec(
         path: "radio-hub",
         summary: "Run a virtual radio segment: every frame one TCP client sends reaches every other client.",
-        usage: ["--listen 127.0.0.1:PORT [--mtu 512] [--loss P]"],
         options: [
-            .value("--listen", "HOST:PORT", "IPv4 address to listen on (port 0 picks a free port)."),
+            .required("--listen", "HOST:PORT", "IPv4 address to listen on (port 0 picks a free port)."),
             .value("--mtu", "N", "Largest frame delivered; larger frames are dropped (default 512 = ATT MTU 517 − 3)."),
             .value("--loss", "P", "Probability 0…1 that one delivery is lost (default 0)."),
         ],
@@ -20,9 +19,7 @@ enum RadioHubCommand {
             """
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        _ = try args.requirePositionals([])
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         guard let listen = args.value("--listen") else { throw .usage("--listen HOST:PORT is required") }
         var configuration = RadioHub.Configuration()
         if let text = args.value("--mtu") {

@@ -13,7 +13,7 @@ enum RelaysCommand {
             Subcommand("import", CommandSpec(
                 path: "relays import",
                 summary: "Regenerate relays.json from bitchat's reviewed online_relays_gps.csv and Android's nostr_relays.csv.",
-                usage: ["CSV [--android CSV] [--output FILE]"],
+                positionals: [PositionalSpec(name: "CSV")],
                 options: [
                     .value("--android", "CSV",
                            "The Android app's list (its assets/nostr_relays.csv); without it the bridge serves iOS's choice only."),
@@ -23,14 +23,14 @@ enum RelaysCommand {
                     The iOS list is read all-or-nothing: one bad row rejects the file and the error names its line.
                     The Android list is read as the app reads it: rows the app skips are listed and skipped.
                     """)) { args throws(CommandExit) in
-                    try importCSV(path: try args.requirePositionals(["csv"])[0], android: args.value("--android"),
+                    try importCSV(path: args.positionals[0], android: args.value("--android"),
                                   output: args.value("--output") ?? "relays.json")
                 },
         ],
         fallback: Subcommand("GEOHASH", CommandSpec(
             path: "relays",
             summary: "Show the relays iOS and Android choose for a geohash cell, and the union the bridge uses.",
-            usage: ["GEOHASH [--count N] [--directory FILE] [--json]"],
+            positionals: [PositionalSpec(name: "GEOHASH")],
             options: [
                 .value("--count", "N", "How many nearest relays per app (default 5, as phones use)."),
                 .value("--directory", "FILE", "relays.json to read (default: $BRIDGE_RELAY_FILE, ./relays.json, then next to the binary)."),
@@ -43,12 +43,8 @@ enum RelaysCommand {
                 once per relay.
                 """), run: nearest))
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     private static func nearest(_ args: ParsedArguments) throws(CommandExit) {
-        let cell = try GeohashCommand.parseCell(try args.requirePositionals(["geohash"])[0])
+        let cell = try GeohashCommand.parseCell(args.positionals[0])
         var count = RelayDirectory.Limits.phoneRelayCount
         if let text = args.value("--count") {
             guard let n = Int(text), n >= 1, n <= 1000 else { throw .usage("--count '\(text)' must be 1–1000") }

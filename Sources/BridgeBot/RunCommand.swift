@@ -26,7 +26,6 @@ enum RunCommand {
     static let spec = CommandSpec(
         path: "run",
         summary: "Run the bridge: carry public chat between the geohash channel on Nostr and the bitchat mesh.",
-        usage: ["[--config FILE] [--data-dir DIR] [--print-config]"],
         options: [
             .value("--config", "FILE", "JSON configuration file (every field optional but geohash; env overrides)."),
             .value("--data-dir", "DIR", "Data directory; overrides data_dir and BRIDGE_DATA_DIR, as for every other command."),
@@ -37,9 +36,7 @@ enum RunCommand {
             .joined(separator: "\n")
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        _ = try args.requirePositionals([])
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         var config = try loadConfiguration(path: args.value("--config"))
         if let directory = args.value("--data-dir") { config.overrideDataDirectory(directory) }
         if args.has("--print-config") {

@@ -11,7 +11,7 @@ enum SpamCommand {
     static let explainSpec = CommandSpec(
         path: "spam explain",
         summary: "Show every spam rule's figure for a text and which rule would fire.",
-        usage: ["[--sender KEY] [--history FILE] [--config FILE] [--json] [--] TEXT"],
+        positionals: [.text("TEXT")],
         options: [
             .value("--sender", "KEY", "Sender key the text comes from (default: a sender with no history)."),
             .value("--history", "FILE", "Recorded stream (JSON lines, as for 'spam check') judged first, in order."),
@@ -24,9 +24,8 @@ enum SpamCommand {
     static let checkSpec = CommandSpec(
         path: "spam check",
         summary: "Judge a recorded stream and print one verdict per line (JSON lines).",
-        usage: ["--jsonl FILE [--config FILE]"],
         options: [
-            .value("--jsonl", "FILE", "One candidate per line: id, sender, created_at, [received_at], text|attachment, [direction]."),
+            .required("--jsonl", "FILE", "One candidate per line: id, sender, created_at, [received_at], text|attachment, [direction]."),
             .value("--config", "FILE", "JSON file with the spam settings (the bridge config's \"spam\" object)."),
         ],
         details: "Blank lines are skipped. An invalid line prints {\"line\": N, \"id\": …, \"error\": …}; the exit status is then 1."
@@ -36,10 +35,6 @@ enum SpamCommand {
         name: "spam",
         summary: "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).",
         subcommands: [Subcommand("explain", explainSpec, run: explain), Subcommand("check", checkSpec, run: check)])
-
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
 
     static func loadConfig(_ path: String?) throws(CommandExit) -> SpamFilterConfig {
         guard let path else { return SpamFilterConfig() }
@@ -81,7 +76,6 @@ enum SpamCommand {
     }
 
     static func check(_ args: ParsedArguments) throws(CommandExit) {
-        _ = try args.requirePositionals([])
         guard let path = args.value("--jsonl") else { throw .usage("missing --jsonl FILE") }
         var policy = AdmissionPolicy(config: try loadConfig(args.value("--config")))
         var invalid = 0
@@ -105,7 +99,7 @@ enum SpamCommand {
     }
 
     static func explain(_ args: ParsedArguments) throws(CommandExit) {
-        let text = try args.requirePositionals(["text"])[0]
+        let text = args.positionals[0]
         var policy = AdmissionPolicy(config: try loadConfig(args.value("--config")))
         var now = wallClockNow()
         var historyLines = 0

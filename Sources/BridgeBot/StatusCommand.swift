@@ -13,7 +13,6 @@ enum StatusCommand {
     static let spec = CommandSpec(
         path: "status",
         summary: "Show a running bridge's health and metrics (exit 1 when unhealthy or unreachable).",
-        usage: ["[--http HOST:PORT] [--json] [--all]"],
         options: [
             .value("--http", "HOST:PORT", "The bridge's status listener (default: $BRIDGE_HTTP_LISTEN, else \(defaultListen))."),
             .flag("--json", "Print one JSON object: address, healthy, health (the /healthz body), metrics."),
@@ -25,9 +24,7 @@ enum StatusCommand {
             """
     )
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        let args = try ParsedArguments.parse(arguments, spec: spec)
-        _ = try args.requirePositionals([])
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
         var listen = args.value("--http") ?? ProcessEnvironment.value("BRIDGE_HTTP_LISTEN") ?? defaultListen
         if listen.isEmpty { listen = defaultListen }
         if listen == "off" {

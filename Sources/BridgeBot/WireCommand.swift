@@ -12,24 +12,25 @@ enum WireCommand {
     static let decodeSpec = CommandSpec(
         path: "wire decode",
         summary: "Decode one bitchat frame (hex) and print it as JSON.",
-        usage: ["HEX [--signing-key HEX] [--compact]", "- [--signing-key HEX] [--compact]   (hex frames on stdin, one per line)"],
+        positionals: [PositionalSpec(name: "HEX")],
         options: [
             .value("--signing-key", "HEX", "Ed25519 public key of the sender: adds signatureValid (announces use their own key)."),
             .flag("--compact", "One JSON object per line."),
         ],
+        note: "(HEX - reads hex frames on stdin, one per line)",
         details: "Exit 1 if a frame does not decode; the error names the reason."
     )
 
     static let encodeSpec = CommandSpec(
         path: "wire encode",
         summary: "Encode a packet from its JSON form (as printed by wire decode) and print the frame as hex.",
-        usage: ["JSON [--sign-with SEED_HEX] [--pad] [--no-compress]",
-                "- [--sign-with SEED_HEX] [--pad] [--no-compress]   (JSON objects on stdin: pretty or one per line)"],
+        positionals: [PositionalSpec(name: "JSON")],
         options: [
             .value("--sign-with", "SEED_HEX", "Sign with this 32-byte Ed25519 seed (MESH-WIRE §4.3 pre-image)."),
             .flag("--pad", "PKCS#7-pad the frame to its bucket (only Noise frames are padded on the air)."),
             .flag("--no-compress", "Never compress the payload (default: the §2.5 rule, or the frame's own compressedHex)."),
         ],
+        note: "(JSON - reads JSON objects on stdin: pretty or one per line)",
         details: """
             Missing fields default to version 1, TTL 7, timestamp now. 'payload' takes the decoded form; 'payloadHex' raw bytes.
             What wire decode prints encodes back to the same frame: its compressed body (compressedHex), the bytes
@@ -48,12 +49,8 @@ enum WireCommand {
         summary: "Decode a bitchat frame to JSON, or encode JSON to a frame (optionally signed).",
         subcommands: [Subcommand("decode", decodeSpec, run: decode), Subcommand("encode", encodeSpec, run: encode)])
 
-    static func run(_ arguments: [String]) throws(CommandExit) {
-        try group.run(arguments)
-    }
-
     private static func decode(_ args: ParsedArguments) throws(CommandExit) {
-        let input = try args.requirePositionals(["hex"])[0]
+        let input = args.positionals[0]
         var key: Ed25519PublicKey?
         if let text = args.value("--signing-key") {
             guard let bytes = try? Hex.decode(text, expectedCount: 32), let parsed = try? Ed25519PublicKey(rawRepresentation: bytes) else {
@@ -83,7 +80,7 @@ enum WireCommand {
     }
 
     private static func encode(_ args: ParsedArguments) throws(CommandExit) {
-        let input = try args.requirePositionals(["json"])[0]
+        let input = args.positionals[0]
         var signer: Ed25519PrivateKey?
         if let seed = args.value("--sign-with") {
             guard let bytes = try? Hex.decode(seed, expectedCount: 32), let key = try? Ed25519PrivateKey(seed: bytes) else {

@@ -39,7 +39,8 @@ public enum OperatorNotice {
         return post
     }
 
-    /// `--expires` values: a positive whole number of minutes (`30m`), hours (`2h`) or days (`3d`), in ms.
+    /// `--expires` values: a positive whole number of minutes (`30m`), hours (`2h`) or days (`3d`), in ms, at most
+    /// the board's 7 days (so the CLI refuses `30d` as a usage error before it asks the bridge).
     public static func parseDuration(_ text: String) throws(NoticeError) -> UInt64 {
         guard let unit = text.last, let count = UInt64(text.dropLast()), count > 0 else { throw .duration(text) }
         let unitMs: UInt64
@@ -51,6 +52,7 @@ public enum OperatorNotice {
         }
         let (ms, overflow) = count.multipliedReportingOverflow(by: unitMs)
         guard !overflow else { throw .duration(text) }
+        guard ms <= BoardPayload.Limits.maxLifetimeMs else { throw .lifetime(ms: ms) }
         return ms
     }
 }

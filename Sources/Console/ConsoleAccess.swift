@@ -49,11 +49,20 @@ public struct ConsoleAccess: Sendable {
 
     public static let cookieName = "bb_session"
 
-    public let settings: Settings
+    public private(set) var settings: Settings
     private var sessions: [String: Double] = [:]
     private var order: [String] = []
 
     public init(settings: Settings) { self.settings = settings }
+
+    /// The token as the file now holds it (made, rotated or removed after start). A change ends every session:
+    /// they were signed in with the old token.
+    public mutating func setToken(_ token: String?) {
+        guard token != settings.token else { return }
+        settings.token = token
+        sessions.removeAll()
+        order.removeAll()
+    }
 
     public static func isStateChanging(_ method: String) -> Bool { ["POST", "PUT", "PATCH", "DELETE"].contains(method) }
 

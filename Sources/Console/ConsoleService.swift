@@ -60,6 +60,9 @@ public final class ConsoleService: Sendable {
         public var fleetChange: (@Sendable (FleetChange) -> Void)?
         /// The per-minute series the charts draw (fed by the status loop); nil: no charts.
         public var charts: ConsoleCharts?
+        /// The console token as its file holds it now (``ConsoleTokenFile``), asked before each console request so
+        /// a token made or rotated after start works at once; nil: the settings' token stays as it was at start.
+        public var currentToken: (@Sendable () -> String?)?
 
         public init(
             now: @escaping @Sendable () -> Double, random: @escaping @Sendable (Int) -> [UInt8],
@@ -68,9 +71,11 @@ public final class ConsoleService: Sendable {
             setDenylist: (@Sendable (Denylist) -> Void)? = nil, denylistPath: String? = nil, denylistAtStart: Denylist = .empty,
             setSpamLimits: (@Sendable (SpamFilterConfig) -> Void)? = nil, spamAtStart: SpamFilterConfig = SpamFilterConfig(),
             fleetChange: (@Sendable (FleetChange) -> Void)? = nil,
-            release: (@Sendable (String) async -> String?)? = nil, charts: ConsoleCharts? = nil
+            release: (@Sendable (String) async -> String?)? = nil, charts: ConsoleCharts? = nil,
+            currentToken: (@Sendable () -> String?)? = nil
         ) {
             self.charts = charts
+            self.currentToken = currentToken
             self.setSpamLimits = setSpamLimits
             self.spamAtStart = spamAtStart
             self.fleetChange = fleetChange
@@ -145,7 +150,10 @@ public final class ConsoleService: Sendable {
             return dependencies.fallback(request.method, path)
         }
         let now = dependencies.now()
+        // Outer nil: the token is not followed; inner nil: no token file now.
+        let token: String?? = dependencies.currentToken.map { $0() }
         return state.withLock { (state: inout State) -> HTTPResponse in
+            if let token { state.access.setToken(token) }
             if request.method == "POST" && path == "/console/login" { return Self.login(&state, request, now: now, random: dependencies.random) }
             let verdict = state.access.check(request, now: now)
             let changing = ConsoleAccess.isStateChanging(request.method)

@@ -1,5 +1,10 @@
 import BotSupport
 public import BotCrypto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why the console token could not be read or made.
 public enum ConsoleTokenError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -76,5 +81,57 @@ extension String {
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
+    }
+}
+
+/// The console token file followed while the bridge runs (issue 23 finding 2): ``current()`` answers from memory
+/// while the file is unchanged (its inode, size and modification time, one `stat`) and reads it again when it
+/// changed — made after start, rotated (a new file: `console-token --rotate` writes atomically) or removed. A file
+/// that no longer reads (too open, malformed) keeps the last good token and reports the error once to `problem`.
+/// Only console requests ask, so an idle bridge never looks.
+public final class ConsoleTokenFile: Sendable {
+    private struct Seen: Equatable {
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+    }
+
+    private let dataDirectory: String
+    private let problem: @Sendable (String) -> Void
+    private let state: Mutex<(seen: Seen?, token: String?)>
+
+
+    /// Starts from `token`, the file as `run` read it at start.
+    public init(dataDirectory: String, token: String?, problem: @escaping @Sendable (String) -> Void) {
+        self.dataDirectory = dataDirectory
+        self.problem = problem
+        state = Mutex((Self.identity(ConsoleToken.path(dataDirectory: dataDirectory)), token))
+    }
+
+    /// The token the file holds now (nil: no file).
+    public func current() -> String? {
+        let seen = Self.identity(ConsoleToken.path(dataDirectory: dataDirectory))
+        return state.withLock { (state: inout (seen: Seen?, token: String?)) -> String? in
+            guard seen != state.seen else { return state.token }
+            state.seen = seen
+            guard seen != nil else {
+                state.token = nil
+                return nil
+            }
+            do {
+                state.token = try ConsoleToken.load(dataDirectory: dataDirectory)
+            } catch {
+                problem("\(error)")
+            }
+            return state.token
+        }
+    }
+
+    private static func identity(_ path: String) -> Seen? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Seen(
+            inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 }

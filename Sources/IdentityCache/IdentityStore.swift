@@ -40,6 +40,9 @@ public protocol IdentityStore: AnyObject {
     func signingKey(peerID: UInt64) throws(IdentityStoreError) -> [UInt8]?
     /// Keys whose claimed nickname is exactly `nickname`, at most `limit`, in key order.
     func keys(nickname: String, limit: Int) throws(IdentityStoreError) -> [IdentityKey]
+    /// Keys of `kind` whose lowercase hex starts with `hexPrefix` (1–64 lowercase hex characters), at most `limit`,
+    /// in key order: the operator types the prefix a table shows (an indexed range, not a scan).
+    func keys(hexPrefix: String, kind: IdentityKind, limit: Int) throws(IdentityStoreError) -> [IdentityKey]
     /// Inserts or replaces the whole row. A peer ID held by another row is taken from it (the newest verified
     /// announce owns the mapping), so a peer ID maps to at most one identity.
     func put(_ record: IdentityRecord) throws(IdentityStoreError)

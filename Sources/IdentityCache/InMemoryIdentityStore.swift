@@ -1,4 +1,6 @@
 public import Identity
+import BotSupport
+
 /// An ``IdentityStore`` in process memory: for tests, and for a bridge run without a data directory.
 /// Transactions are real: a failing body leaves the store exactly as before.
 public final class InMemoryIdentityStore: IdentityStore {
@@ -17,6 +19,10 @@ public final class InMemoryIdentityStore: IdentityStore {
 
     public func keys(nickname: String, limit: Int) throws(IdentityStoreError) -> [IdentityKey] {
         Array((byNickname[nickname] ?? []).sorted().prefix(max(0, limit)))
+    }
+
+    public func keys(hexPrefix: String, kind: IdentityKind, limit: Int) throws(IdentityStoreError) -> [IdentityKey] {
+        Array(rows.keys.filter { $0.kind == kind && Hex.encode($0.bytes).hasPrefix(hexPrefix) }.sorted().prefix(max(0, limit)))
     }
 
     public func put(_ record: IdentityRecord) throws(IdentityStoreError) {

@@ -1,5 +1,6 @@
 public import BotStorage
 public import Identity
+import BotSupport
 
 /// An ``IdentityStore`` in the data directory's SQLite database (WAL): one row per identity in
 /// `identity_records`, indexed by peer ID (→ signing key), nickname and retention stamp, so lookups are
@@ -63,6 +64,7 @@ public final class SQLiteIdentityStore: IdentityStore {
     private let selectRecord: SQLiteStatement
     private let selectSigningKey: SQLiteStatement
     private let selectByNickname: SQLiteStatement
+    private let selectByPrefix: SQLiteStatement
     private let clearPeerID: SQLiteStatement
     private let upsert: SQLiteStatement
     private let updateStamp: SQLiteStatement
@@ -97,6 +99,8 @@ public final class SQLiteIdentityStore: IdentityStore {
             selectSigningKey = try database.prepare("SELECT signing_key FROM identity_records WHERE peer_id = ?")
             selectByNickname = try database.prepare(
                 "SELECT kind, key FROM identity_records WHERE nickname = ? ORDER BY kind, key LIMIT ?")
+            selectByPrefix = try database.prepare(
+                "SELECT kind, key FROM identity_records WHERE kind = ? AND key BETWEEN ? AND ? ORDER BY key LIMIT ?")
             clearPeerID = try database.prepare(
                 "UPDATE identity_records SET peer_id = NULL WHERE peer_id = ? AND NOT (kind = ? AND key = ?)")
             upsert = try database.prepare(
@@ -255,6 +259,17 @@ public final class SQLiteIdentityStore: IdentityStore {
         try rows(selectByNickname, [.text(nickname), .integer(Int64(max(0, limit)))]) { row throws(IdentityStoreError) in
             try Self.decodeKey(row, kindColumn: 0)
         }
+    }
+
+    public func keys(hexPrefix: String, kind: IdentityKind, limit: Int) throws(IdentityStoreError) -> [IdentityKey] {
+        // The range of 32-byte keys the prefix covers: the prefix padded with 0s, then with fs.
+        let width = IdentityKey.Limits.keyBytes * 2
+        guard hexPrefix.count <= width,
+            let low = try? Hex.decode(hexPrefix + String(repeating: "0", count: width - hexPrefix.count)),
+            let high = try? Hex.decode(hexPrefix + String(repeating: "f", count: width - hexPrefix.count))
+        else { return [] }
+        let values: [SQLiteValue] = [.integer(Int64(kind.rawValue)), .blob(low), .blob(high), .integer(Int64(max(0, limit)))]
+        return try rows(selectByPrefix, values) { row throws(IdentityStoreError) in try Self.decodeKey(row, kindColumn: 0) }
     }
 
     public func put(_ record: IdentityRecord) throws(IdentityStoreError) {

@@ -114,7 +114,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case invalidPort(Int)
         /// An `http_listen` value that is not `HOST:PORT` / `[::1]:PORT`.
         case invalidListen(String, reason: String)
-        /// lws could not create the context; most often the port is taken.
+        /// Another socket listens on the address and port.
+        case addressInUse(host: String, port: Int)
+        /// lws could not create the context for another reason.
         case cannotListen(host: String, port: Int, detail: String)
         case thread(code: Int32)
 
@@ -124,6 +126,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             case .invalidPort(let port): "status listener port \(port) is not in 0…65535"
             case .invalidListen(let text, let reason):
                 "status listener address '\(text)' is not HOST:PORT (127.0.0.1:9477, [::1]:9477): \(reason)"
+            case .addressInUse(let host, let port): "\(host):\(port) is in use (another process listens there)"
             case .cannotListen(let host, let port, let detail): "cannot listen on \(host):\(port) (\(detail))"
             case .thread(let code): "pthread_create failed with \(code)"
             }
@@ -224,6 +227,36 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
+    /// Whether binding `address:port` as lws does (SO_REUSEADDR) fails with EADDRINUSE: someone listens there.
+    static func inUse(address: String, port: Int) -> Bool {
+        guard port > 0 else { return false }
+        let v6 = address.contains(":")
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound: Int32
+        if v6 {
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET6, address, &socketAddress.sin6_addr) == 1 else { return false }
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET, address, &socketAddress.sin_addr) == 1 else { return false }
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        return bound != 0 && errno == EADDRINUSE
+    }
+
     /// Binds, then serves on its own thread until ``stop()``.
     public func start() throws(StartError) {
         precondition(!started, "start() called twice")
@@ -257,6 +290,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         info.keepalive_timeout = settings.idleTimeoutSeconds
         info.server_string = UnsafePointer(cString("bitchat-bridge"))
         guard let context = lws_create_context(&info) else {
+            // lws says only that it failed; the common cause gets its own error (naming the port the operator set).
+            if Self.inUse(address: address, port: requestedPort) { throw .addressInUse(host: host, port: requestedPort) }
             throw .cannotListen(host: host, port: requestedPort, detail: "lws_create_context failed" + LWSLog.lastErrorSuffix())
         }
         self.context = context

@@ -48,12 +48,39 @@ struct CommandLineTests {
             (["frobnicate"], "frobnicate"), (["keys", "--bogus"], "--bogus"), (["keys", "--geohash", "U4PRUY"], "U4PRUY"),
             (["geohash", "encode", "91", "0"], "91"), (["geohash", "encode", "1", "2", "13"], "13"),
             (["relays", "u4pruy", "--count", "0"], "--count"), (["keys", "--data-dir"], "--data-dir"), ([], "command"),
+            // Beyond the board's 7 days: refused before any bridge is asked (it was exit 1, the bridge's refusal).
+            (["notice", "--expires", "30d", "water point moved"], "--expires"),
         ]
         for (arguments, named) in cases {
             let result = try await runBridge(arguments)
             #expect(result.status == 64, "\(arguments)")
             #expect(result.stderr.contains(named), "\(arguments): \(result.stderr)")
         }
+    }
+
+    @Test("identities take a key as the tables show it: a unique prefix of ≥ 8 hex, bare or with its kind; an ambiguous one exits 64 listing the candidates")
+    func keyPrefixes() async throws {
+        let data = TestEnvironment.temporaryDirectory("cli-prefix") + "/data"
+        let zeros = String(repeating: "0", count: 48)
+        let keys = ["mesh:aaaaaaaa10000000" + zeros, "mesh:aaaaaaaa20000000" + zeros, "nostr:834c59a12045dc60" + zeros]
+        for key in keys {
+            let allowed = try await runBridge(["identities", "allow", key, "--data-dir", data])
+            #expect(allowed.status == 0, "\(key): \(allowed.stderr)")
+        }
+        // The finding's own example: the 16 hex the table shows, with its kind; then a bare 8-hex prefix.
+        #expect(try await runBridge(["identities", "block", "nostr:834c59a12045dc60", "--data-dir", data]).status == 0)
+        let noted = try await runBridge(["identities", "note", "aaaaaaaa2", "gate crew", "--data-dir", data, "--json"])
+        #expect(noted.status == 0 && noted.stdout.contains(keys[1]), "\(noted.stderr)")
+        let ambiguous = try await runBridge(["identities", "note", "aaaaaaaa", "x", "--data-dir", data])
+        #expect(ambiguous.status == 64, "\(ambiguous.stderr)")
+        #expect(ambiguous.stderr.contains("matches 2 keys") && ambiguous.stderr.contains(keys[0]) && ambiguous.stderr.contains(keys[1]))
+        let short = try await runBridge(["identities", "block", "834c59a", "--data-dir", data])
+        #expect(short.status == 64 && short.stderr.contains("at least 8 hex"), "\(short.stderr)")
+        let unknown = try await runBridge(["identities", "block", "mesh:834c59a1", "--data-dir", data])
+        #expect(unknown.status == 64 && unknown.stderr.contains("no identity in the cache starts with"), "\(unknown.stderr)")
+        let listed = try await runBridge(["identities", "list", "--json", "--data-dir", data])
+        let rows = try #require(try JSONParser().parse(listed.stdout).arrayValue)
+        #expect(rows.first { $0["key"] == .string(keys[2]) }?["relationships"]?.arrayValue?.contains(.string("blocked")) == true, "\(listed.stdout)")
     }
 
     @Test("keys: same identity twice, key file 0600, corrupt file → exit 1 and the file is untouched")

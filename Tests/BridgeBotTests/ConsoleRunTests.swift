@@ -65,6 +65,48 @@ struct ConsoleRunTests {
         #expect(open.status == 64 && open.stderr.contains("mode 644"), "\(open.stderr)")
     }
 
+    @Test("sign-in follows the token file: made after start it works at once, a rotation ends the old sessions; console-token says which bridge it reaches; the console URL is logged")
+    func tokenFollowed() async throws {
+        let directory = TestEnvironment.temporaryDirectory("console-follow")
+        let data = directory + "/data"
+        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        defer { hub.stop() }
+        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
+        let hubPort = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
+        let httpPort = LoopbackPort.free()
+        let bridge = try ChildProcess(
+            TestEnvironment.bridgeExecutable, ["run"],
+            environment: RunStartTests.environment(data, ["BRIDGE_MESH": "tcp://127.0.0.1:\(hubPort)", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(httpPort)"]),
+            name: "bridge")
+        defer { bridge.stop() }
+        let logged = try await bridge.waitForLine(stderr: true, "console URL") { $0.contains("console listening") }
+        let base = "http://127.0.0.1:\(httpPort)"
+        #expect(logged.contains("\(base)/console"), "\(logged)")
+        let origin = ["Origin": base]
+        let none = try await ConsoleFetch.run("\(base)/console/login", method: "POST", headers: origin, body: "token=" + String(repeating: "0", count: 64))
+        #expect(none.status == 403, "\(none.body)")
+
+        let made = try await runBridge(["console-token", "--data-dir", data])
+        #expect(made.stderr.contains("(PID \(bridge.pid)) uses it at once"), "\(made.stderr)")
+        let token = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let login = try await ConsoleFetch.run("\(base)/console/login", method: "POST", headers: origin, body: "token=\(token)")
+        #expect(login.status == 200, "made after start: \(login.body)")
+        let cookie = String(try #require(login.headers["set-cookie"]).split(separator: ";")[0])
+
+        let rotated = try await runBridge(["console-token", "--data-dir", data, "--rotate"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let action = "\(base)/api/senders/nostr:\(String(repeating: "42", count: 32))/block"
+        let oldSession = try await ConsoleFetch.run(action, method: "POST", headers: origin.merging(["Cookie": cookie]) { $1 })
+        #expect(oldSession.status == 401, "a session of the old token: \(oldSession.body)")
+        let oldToken = try await ConsoleFetch.run(action, method: "POST", headers: origin.merging(["Authorization": "Bearer \(token)"]) { $1 })
+        #expect(oldToken.status == 401, "\(oldToken.body)")
+        let newToken = try await ConsoleFetch.run(action, method: "POST", headers: origin.merging(["Authorization": "Bearer \(rotated)"]) { $1 })
+        #expect(newToken.status == 200, "\(newToken.body)")
+
+        let elsewhere = try await runBridge(["console-token", "--data-dir", directory + "/elsewhere"])
+        #expect(elsewhere.status == 0 && elsewhere.stderr.contains("no bridge is running on the data directory \(directory)/elsewhere"), "\(elsewhere.stderr)")
+        #expect(!bridge.transcript.contains(token) && !bridge.transcript.contains(rotated), "the token is never logged")
+    }
+
     @Test("on a running bridge: a POST without the token or from another origin is refused and changes nothing; with both, the block reaches the coordinator")
     func consoleOnARunningBridge() async throws {
         let directory = TestEnvironment.temporaryDirectory("console-run")

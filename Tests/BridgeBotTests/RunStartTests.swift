@@ -57,6 +57,12 @@ struct RunStartTests {
         let logged = try JSONParser().parse(String(line))
         #expect(logged["level"] == .string("warning"), "\(line)")
         #expect(logged["env.variable"] == .string("BRIDGE_TEXT_MIROR"))
+        // The README's own example: the misspelt geohash leaves the configuration invalid, and the hint still shows.
+        var typo = Self.environment(data, ["BRIDGE_GEOHSAH": "u4pruy"])
+        typo["BRIDGE_GEOHASH"] = nil
+        let invalid = try await runBridge(["run", "--print-config"], environment: typo)
+        #expect(invalid.status == 64 && invalid.stderr.contains("'geohash' is required"), "\(invalid.stderr)")
+        #expect(invalid.stderr.contains("did you mean BRIDGE_GEOHASH?"), "\(invalid.stderr)")
     }
 
     @Test("a data directory others can write to stops run and keys with exit 64 naming it and its mode")
@@ -105,6 +111,36 @@ struct RunStartTests {
         #expect(after["nostr"]?["channel"]?["npub"] == before["nostr"]?["channel"]?["npub"])
         #expect(after["peer_id"] == before["peer_id"])
         #expect(try JSONParser().parse(try FileIO.read(data + "/keys.json"))["nostr_seed_check"]?.stringValue?.count == 64)
+    }
+
+    @Test("one bridge per data directory: a second run exits 1 naming the directory and the PID holding it; the first keeps its control socket; a busy console port names http_listen")
+    func oneBridgePerDataDirectory() async throws {
+        let data = TestEnvironment.temporaryDirectory("run-lock") + "/data"
+        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        defer { hub.stop() }
+        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
+        let port = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
+        let httpPort = LoopbackPort.free()
+        let environment = Self.environment(data, ["BRIDGE_MESH": "tcp://127.0.0.1:\(port)", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(httpPort)"])
+        let first = try ChildProcess(TestEnvironment.bridgeExecutable, ["run"], environment: environment, name: "first")
+        defer { first.stop() }
+        try await first.waitForLine(stderr: true, "control socket") { $0.contains("control socket listening") }
+        let second = try await runBridge(["run"], environment: environment)
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("another bridge (PID \(first.pid)) is running on the data directory \(data)"), "\(second.stderr)")
+        // The refused bridge removed nothing of the first: its control socket still answers.
+        let listed = try await runBridge(["notice", "list"], environment: environment)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        // A second bridge on its own directory but the first one's console port: the error names the setting.
+        let busy = try await runBridge(["run"], environment: Self.environment(data + "-other", [
+            "BRIDGE_MESH": "tcp://127.0.0.1:\(port)", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(httpPort)",
+        ]))
+        #expect(busy.status == 1 && busy.stderr.contains("http_listen 127.0.0.1:\(httpPort) is in use"), "\(busy.stderr)")
+        first.stop()
+        // The stop gives the lock up: the next run on the directory starts.
+        let third = try ChildProcess(TestEnvironment.bridgeExecutable, ["run"], environment: environment, name: "third")
+        defer { third.stop() }
+        try await third.waitForLine(stderr: true, "control socket") { $0.contains("control socket listening") }
     }
 
     @Test("BRIDGE_MESH=tcp://HOST:PORT?mtu=N reaches the radio link: a hub with that MTU carries the bridge's fragmented announce")

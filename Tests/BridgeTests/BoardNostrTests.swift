@@ -232,6 +232,7 @@ struct OperatorNoticeTests {
         for bad in ["", "h", "0h", "2", "2w", "-1h", "1.5h", "99999999999999999d"] {
             #expect(refusal { () throws(NoticeError) in _ = try OperatorNotice.parseDuration(bad) } == .duration(bad))
         }
+        #expect(refusal { () throws(NoticeError) in _ = try OperatorNotice.parseDuration("30d") } == .lifetime(ms: 30 * 86_400_000))
     }
 
     @Test("a notice is a signed post that decodes; over-long text, bad geohashes and lifetimes are refused")

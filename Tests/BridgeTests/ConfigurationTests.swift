@@ -213,6 +213,20 @@ struct ConfigurationURLTests {
         #expect(try resolve([:]).warnings.isEmpty)
     }
 
+    @Test("the typo hint comes with an error too: BRIDGE_GEOHSAH alone leaves geohash unset, and the error says what was meant")
+    func typoWithError() throws {
+        #expect {
+            try BridgeConfiguration.resolve(fileText: nil, environment: ["BRIDGE_GEOHSAH": "u4pruy"])
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("'geohash' is required") && text.contains("BRIDGE_GEOHSAH") && text.contains("did you mean BRIDGE_GEOHASH?")
+        }
+        #expect(throws: ConfigurationError.missing(field: "geohash")) { try BridgeConfiguration.resolve(fileText: nil, environment: [:]) }
+        #expect {
+            try BridgeConfiguration.resolve(fileText: #"{"geohash": "u4pruy", "nicknme": "gate"}"#, environment: [:])
+        } throws: { error in "\(error)".contains("unknown configuration field 'nicknme'; did you mean 'nickname'?") }
+    }
+
     @Test("run --data-dir wins over the file and the environment, and says so")
     func dataDirectoryOption() throws {
         var config = try BridgeConfiguration.resolve(

@@ -119,6 +119,17 @@ struct KeyStoreTests {
         }
     }
 
+    @Test("the advice fits the directory: chmod for one's own, a directory of one's own for a shared one like /tmp (never chmod /tmp)")
+    func directoryAdvice() throws {
+        try FileIO.makeDirectory(directory)
+        chmod(directory, 0o777)
+        let own = KeyStoreError.unsafeDirectory(path: directory, mode: 0o777, reason: "is writable by others").description
+        #expect(own.contains("(chmod 700 \(directory))"), "\(own)")
+        chmod(directory, 0o1777)
+        let shared = KeyStoreError.unsafeDirectory(path: directory, mode: 0o1777, reason: "is writable by others").description
+        #expect(!shared.contains("chmod") && shared.contains("--data-dir DIR, data_dir or BRIDGE_DATA_DIR"), "\(shared)")
+    }
+
     @Test("a data directory owned by another user is refused", .enabled(if: geteuid() == 0, "chown to another uid needs root"))
     func directoryOwner() throws {
         try FileIO.makeDirectory(directory)

@@ -1,6 +1,7 @@
 import IdentityCache
 import Testing
 import Identity
+import BotSupport
 
 /// One suite, both stores: every `IdentityStore` must behave identically.
 @Suite("IdentityStore conformance")
@@ -71,6 +72,27 @@ struct IdentityStoreConformanceTests {
         #expect(try store.keys(nickname: "bob", limit: 10) == [try meshKey(1)])
         try store.delete([try meshKey(2)])
         #expect(try store.keys(nickname: "alice", limit: 10) == [try nostrKey(3)])
+    }
+
+    /// `identities block nostr:834c59a1` (issue 23 finding 5): the prefix a table shows finds its key.
+    @Test(arguments: StoreKind.allCases)
+    func keysByHexPrefix(kind: StoreKind) throws {
+        let store = try kind.make()
+        let keys = try (1...6).map { try meshKey($0) }
+        for (index, key) in keys.enumerated() { try store.put(IdentityRecord(key: key, nickname: "m\(index)", firstSeen: at(0))) }
+        try store.put(IdentityRecord(key: try nostrKey(1), nickname: "n", firstSeen: at(0)))
+        for key in keys {
+            let hex = Hex.encode(key.bytes)
+            for length in [8, 9, 16, 64] {
+                #expect(try store.keys(hexPrefix: String(hex.prefix(length)), kind: .mesh, limit: 10) == [key], "\(length)")
+            }
+            #expect(try store.keys(hexPrefix: String(hex.prefix(8)), kind: .nostr, limit: 10).isEmpty)
+        }
+        // A one-character prefix covers a sixteenth of the space: the keys that start with it, in key order.
+        let first = String(Hex.encode(keys[0].bytes).prefix(1))
+        let expected = keys.filter { Hex.encode($0.bytes).hasPrefix(first) }.sorted()
+        #expect(try store.keys(hexPrefix: first, kind: .mesh, limit: 10) == expected)
+        #expect(try store.keys(hexPrefix: "", kind: .mesh, limit: 2).count == 2)
     }
 
     @Test(arguments: StoreKind.allCases)

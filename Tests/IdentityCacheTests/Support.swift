@@ -93,6 +93,9 @@ final class CountingStore: IdentityStore {
     func record(_ key: IdentityKey) throws(IdentityStoreError) -> IdentityRecord? { try inner.record(key) }
     func signingKey(peerID: UInt64) throws(IdentityStoreError) -> [UInt8]? { try inner.signingKey(peerID: peerID) }
     func keys(nickname: String, limit: Int) throws(IdentityStoreError) -> [IdentityKey] { try inner.keys(nickname: nickname, limit: limit) }
+    func keys(hexPrefix: String, kind: IdentityKind, limit: Int) throws(IdentityStoreError) -> [IdentityKey] {
+        try inner.keys(hexPrefix: hexPrefix, kind: kind, limit: limit)
+    }
     func put(_ record: IdentityRecord) throws(IdentityStoreError) { try inner.put(record) }
     func setLastSeen(_ day: UTCDay?, keys: [IdentityKey]) throws(IdentityStoreError) { try inner.setLastSeen(day, keys: keys) }
     func delete(_ keys: [IdentityKey]) throws(IdentityStoreError) -> Int { try inner.delete(keys) }

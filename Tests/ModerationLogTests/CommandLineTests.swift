@@ -117,11 +117,14 @@ struct CommandLineTests {
         #expect(empty.status == 0 && empty.stdout.contains("No moderation log yet"))
         let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
         let now = Date().timeIntervalSince1970
+        // Sender keys as the bridge writes them (64 hex); the first two share their first 8 hex.
+        let senders = ["aaaaaaaa1" + String(repeating: "0", count: 55), "aaaaaaaa2" + String(repeating: "0", count: 55),
+                       "bbbbbbbb3" + String(repeating: "0", count: 55)]
         for (i, rule) in [HideRule.spam(.messageRate), .spam(.crossUserCopy), .spam(.crossUserCopy)].enumerated() {
             try log.append(
                 ModerationRecord(
                     judgedAt: now - Double(i) * 7200, direction: i == 0 ? .meshToNostr : .nostrToMesh, channel: "u4pruyd",
-                    senderKey: "sender\(i)", displayName: nil, messageID: "id\(i)", messageTimestamp: now, rule: rule, shadow: i == 2,
+                    senderKey: senders[i], displayName: nil, messageID: "id\(i)", messageTimestamp: now, rule: rule, shadow: i == 2,
                     figures: .object([("cross_user", .object([("count", .integer(3)), ("best_similarity", .double(0.95))]))]),
                     text: "text \(i)", textSHA256: "ab"))
         }
@@ -133,8 +136,17 @@ struct CommandLineTests {
         #expect(byRule.map { $0["message_id"] } == [.string("id2")])
         let byDirection = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--direction", "mesh→nostr"]).stdout)
         #expect(byDirection.map { $0["message_id"] } == [.string("id0")])
-        let bySender = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--sender", "sender1"]).stdout)
-        #expect(bySender.count == 1)
+        // --sender: the whole key, or at least 8 hex of it as the table shows (issue 23 finding 5), with its side.
+        for sender in [senders[1], "aaaaaaaa2", "AAAAAAAA20", "nostr:aaaaaaaa2"] {
+            let bySender = try lines(try run(["modlog", "--data-dir", directory.path, "--json", "--sender", sender]).stdout)
+            #expect(bySender.map { $0["message_id"] } == [.string("id1")], "\(sender)")
+        }
+        #expect(try run(["modlog", "--data-dir", directory.path, "--json", "--sender", "mesh:aaaaaaaa2"]).stdout.isEmpty)
+        #expect(try run(["modlog", "--data-dir", directory.path, "--json", "--sender", "cccccccc"]).stdout.isEmpty)
+        let ambiguous = try run(["modlog", "--data-dir", directory.path, "--sender", "aaaaaaaa"])
+        #expect(ambiguous.status == 64 && ambiguous.stderr.contains("matches 2 keys") && ambiguous.stderr.contains(senders[0]), "\(ambiguous.stderr)")
+        let short = try run(["modlog", "--data-dir", directory.path, "--sender", "aaaa"])
+        #expect(short.status == 64 && short.stderr.contains("at least 8 hex"), "\(short.stderr)")
         let table = try run(["modlog", "--data-dir", directory.path])
         #expect(table.stdout.contains("crossUserCopy*") && table.stdout.contains("3 copies, sim 0.95") && table.stdout.contains("shadow mode"))
         #expect(try run(["modlog", "--data-dir", directory.path, "--rule", "nope"]).status == 64)
