@@ -200,7 +200,7 @@ public actor BridgeCoordinator {
 
     /// The block list and the pins read again; a failed read keeps what is in force.
     private func reread() {
-        if let blocked = store.reread() { feed(.localBlocks(blocked)) }
+        if let marks = store.reread() { feed(.localMarks(marks)) }
     }
 
     func seconds(_ ms: UInt64) -> Double { Double(ms) / 1000 }

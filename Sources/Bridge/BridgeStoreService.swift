@@ -84,7 +84,7 @@ public final class BridgeStoreService: @unchecked Sendable {
         upkeepDueMs = now + Limits.upkeepMs
         changeToken = try? stores.externalChanges?.changeToken()
         var restored = BridgeMachine.Restored(operatorLists: stores.identities.operatorLists)
-        restored.blocked = readBlockList()
+        restored.marks = readMarks()
         loadPins()
         if let journal = stores.syncJournal {
             do { restored.sync = try journal.restore(now: now) } catch {
@@ -257,15 +257,16 @@ public final class BridgeStoreService: @unchecked Sendable {
     /// The block list and the mesh pins read again (SIGHUP, the console's edits, a notification from the CLI on
     /// the control socket, the upkeep's backstop): the pins go to the node, the block list (nil when the read
     /// failed: what is in force stays, fail closed) to the machine.
-    func reread() -> Set<IdentityKey>? {
+    func reread() -> OperatorMarks? {
         flushSightings()
         loadPins()
-        return readBlockList()
+        return readMarks()
     }
 
-    private func readBlockList() -> Set<IdentityKey>? {
+    private func readMarks() -> OperatorMarks? {
         do {
-            return try stores.identities.blockedKeys()
+            let marks = try stores.identities.operatorMarks()
+            return OperatorMarks(blocked: marks.blocked, staff: marks.allowed)
         } catch {
             failed(\.failedBlockListReads, "block list read failed; the last list read stays in force", error, id: nil)
             return nil

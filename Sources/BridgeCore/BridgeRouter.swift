@@ -288,6 +288,8 @@ public struct BridgeRouter {
     /// Replaces the block list (see ``BridgeJudge/setBlocked(_:)``).
     public mutating func setBlocked(_ keys: Set<IdentityKey>) { judge.setBlocked(keys) }
 
+    public mutating func setStaff(_ keys: Set<IdentityKey>) { judge.setStaff(keys) }
+
     public mutating func setShadowMode(_ on: Bool) { judge.setShadowMode(on) }
 
     /// New spam limits (``BridgeJudge/setSpamConfig(_:)``).

@@ -103,6 +103,24 @@ public final class TestBridge: @unchecked Sendable {
     /// page fails the test).
     public func metrics() async throws -> MetricsSnapshot { try PrometheusText.parse(await runtime.metricsText()) }
 
+    /// Marks `key` allowed (staff) as `bitchat-bridge identities allow` does on a running bridge: the row in its
+    /// database, then the bridge told on its control socket; returns once the bridge has read the marks again.
+    public func allow(_ key: IdentityKey) async throws {
+        let before = log.lines.all.count
+        do {
+            let cache = PeerIdentityCache(
+                store: try SQLiteIdentityStore(path: "\(dataDirectory)/bridge.sqlite3"), logger: Logger(label: "identities", level: .warning))
+            _ = try cache.annotate(key) { annotations in
+                annotations.allowed = true
+                annotations.blocked = false
+            }
+        }
+        ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory)
+        guard await log.lines.first(after: before, where: { $0.message == "block list loaded" }) != nil else {
+            throw WorldError.start(name, "never read the marks again after identities allow \(key.qualified)")
+        }
+    }
+
     /// The bridge's stranger-cache record of `key`, read from its database as `bitchat-bridge identities` reads it.
     public func identity(_ key: IdentityKey) throws -> IdentityRecord? {
         let database = try SQLiteDatabase(path: "\(dataDirectory)/bridge.sqlite3")

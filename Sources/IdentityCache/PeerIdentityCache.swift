@@ -123,13 +123,21 @@ public final class PeerIdentityCache {
     /// Every blocked key: the policy file's block list (the last readable one while the file is unreadable)
     /// and the rows the operator blocked with `identities block`. The bridge holds this set in memory and
     /// judges against it; annotated rows are few (relationships), read a page at a time.
-    public func blockedKeys() throws(IdentityStoreError) -> Set<IdentityKey> {
-        var keys = operatorLists?.blocked ?? heldBlocks
+    public func blockedKeys() throws(IdentityStoreError) -> Set<IdentityKey> { try operatorMarks().blocked }
+
+    /// The operator's marks in one pass over the annotated rows: every blocked key (``blockedKeys()``) and every
+    /// allowed one — staff: the policy file's allow list and the rows marked with `identities allow`.
+    public func operatorMarks() throws(IdentityStoreError) -> (blocked: Set<IdentityKey>, allowed: Set<IdentityKey>) {
+        var blocked = operatorLists?.blocked ?? heldBlocks
+        var allowed = operatorLists?.allowed ?? []
         var after: IdentityKey?
         while true {
             let page = try store.records(.annotated, limit: Limits.blockListPage, after: after)
-            for record in page where record.annotations.blocked { keys.insert(record.key) }
-            guard page.count == Limits.blockListPage, let last = page.last else { return keys }
+            for record in page {
+                if record.annotations.blocked { blocked.insert(record.key) }
+                if record.annotations.allowed { allowed.insert(record.key) }
+            }
+            guard page.count == Limits.blockListPage, let last = page.last else { return (blocked, allowed) }
             after = last.key
         }
     }

@@ -69,10 +69,8 @@ struct ConsoleRunTests {
     func tokenFollowed() async throws {
         let directory = TestEnvironment.temporaryDirectory("console-follow")
         let data = directory + "/data"
-        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        let (hub, hubPort) = try await RunStartTests.radioHub()
         defer { hub.stop() }
-        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
-        let hubPort = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
         let httpPort = LoopbackPort.free()
         let bridge = try ChildProcess(
             TestEnvironment.bridgeExecutable, ["run"],
@@ -112,10 +110,8 @@ struct ConsoleRunTests {
         let directory = TestEnvironment.temporaryDirectory("console-run")
         let data = directory + "/data"
         let token = try await runBridge(["console-token", "--data-dir", data]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        let (hub, hubPort) = try await RunStartTests.radioHub()
         defer { hub.stop() }
-        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
-        let hubPort = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
         let httpPort = LoopbackPort.free()
         let bridge = try ChildProcess(
             TestEnvironment.bridgeExecutable, ["run"],

@@ -20,6 +20,18 @@ struct RunStartTests {
         ].merging(extra) { $1 }
     }
 
+    /// A radio hub (`radio-hub`) on a port the kernel picks, and that port.
+    static func radioHub(_ options: [String] = []) async throws -> (process: ChildProcess, port: Int) {
+        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"] + options)
+        do {
+            let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
+            return (hub, Int(try #require(try JSONParser().parse(listening)["port"]?.integerValue)))
+        } catch {
+            hub.stop()
+            throw error
+        }
+    }
+
     @Test(
         "a bad relay URL exits 64 naming the field, the URL and the reason",
         arguments: [
@@ -116,10 +128,8 @@ struct RunStartTests {
     @Test("one bridge per data directory: a second run exits 1 naming the directory and the PID holding it; the first keeps its control socket; a busy console port names http_listen")
     func oneBridgePerDataDirectory() async throws {
         let data = TestEnvironment.temporaryDirectory("run-lock") + "/data"
-        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        let (hub, port) = try await RunStartTests.radioHub()
         defer { hub.stop() }
-        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
-        let port = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
         let httpPort = LoopbackPort.free()
         let environment = Self.environment(data, ["BRIDGE_MESH": "tcp://127.0.0.1:\(port)", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(httpPort)"])
         let first = try ChildProcess(TestEnvironment.bridgeExecutable, ["run"], environment: environment, name: "first")
@@ -148,10 +158,8 @@ struct RunStartTests {
         let data = TestEnvironment.temporaryDirectory("run-mtu")
         // The bridge's signed announce is ~190 bytes: over a 100-byte hub it only gets through in fragments,
         // which the bridge sends only if it knows the link's MTU.
-        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0", "--mtu", "100"])
+        let (hub, port) = try await RunStartTests.radioHub(["--mtu", "100"])
         defer { hub.stop() }
-        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
-        let port = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
         let url = "tcp://127.0.0.1:\(port)?mtu=100"
         let reader = try ChildProcess(TestEnvironment.bridgeExecutable, ["mesh", "listen", "--mesh", url, "--ephemeral", "--nickname", "reader"])
         defer { reader.stop() }
@@ -176,10 +184,8 @@ struct IPv6LoopbackTests {
         let relayPort = LoopbackPort.free()
         let relay = try await Peers.start(.sdk, port: relayPort, directory: directory, host: "::1")
         defer { relay.stop() }
-        let hub = try ChildProcess(TestEnvironment.bridgeExecutable, ["radio-hub", "--listen", "127.0.0.1:0"])
+        let (hub, hubPort) = try await RunStartTests.radioHub()
         defer { hub.stop() }
-        let listening = try await hub.waitForLine("hub listening") { $0.contains("\"listening\"") }
-        let hubPort = try #require(try JSONParser().parse(listening)["port"]?.integerValue)
         let httpPort = LoopbackPort.free()
         let bridge = try ChildProcess(
             TestEnvironment.bridgeExecutable, ["run"],

@@ -139,14 +139,43 @@ struct BridgeMachineTests {
         #expect(open.sync.count(.message) == 1 && open.counters.syncStored[.message] == 1)
     }
 
-    @Test("priority authors: the operator's allowed Nostr keys at start, and again only when a list changes")
+    @Test("priority authors: staff (allowed) and verified Nostr keys at start, and again only when a list changes")
     func priorityAuthors() throws {
         let allowed = try IdentityKey.nostr(pubkey: alice.publicKey.bytes)
+        let verified = try IdentityKey.nostr(pubkey: try SchnorrSecretKey(bytes: [UInt8](repeating: 5, count: 32)).publicKey.bytes)
         var restarted = BridgeMachine(router: machine().router, configuration: .init(keys: keys, seed: 1))
-        let start = restarted.start(.init(operatorLists: OperatorLists(allowed: [allowed])), now: Self.now)
-        #expect(start.contains { if case .priorityAuthors(let authors) = $0 { authors == [alice.publicKey.hex] } else { false } })
+        let start = restarted.start(
+            .init(operatorLists: OperatorLists(verified: [verified]), marks: OperatorMarks(staff: [allowed])), now: Self.now)
+        #expect(start.contains { if case .priorityAuthors(let authors) = $0 { authors == [alice.publicKey.hex, verified.hex] } else { false } })
         #expect(restarted.nextDeadline(now: Self.now + 1) == .infinity, "nothing left to compute")
         let (_, reloaded) = restarted.reloadPolicy(.success(.empty), now: Self.now + 10)
-        #expect(reloaded.contains { if case .priorityAuthors(let authors) = $0 { authors.isEmpty } else { false } })
+        #expect(reloaded.contains { if case .priorityAuthors(let authors) = $0 { authors == [alice.publicKey.hex] } else { false } })
+        // The executor reads the marks again: staff gone, computed at once (an operator's change is not paced).
+        let marked = restarted.handle(.localMarks(OperatorMarks()), now: Self.now + 11)
+        #expect(marked.contains { if case .priorityAuthors(let authors) = $0 { authors.isEmpty } else { false } })
+    }
+
+    @Test("staff (allowed keys) pass the spam filter, not the block list or the denylist; others' repeats are hidden")
+    func staffLane() throws {
+        let steward = try IdentityKey.nostr(pubkey: alice.publicKey.bytes)
+        let stranger = try SchnorrSecretKey(bytes: [UInt8](repeating: 9, count: 32))
+        var judge = BridgeJudge(settings: .init(channel: "u4pruy"), policy: AdmissionPolicy(config: SpamFilterConfig()))
+        judge.setStaff([steward])
+        var m = machine(judge: judge)
+        _ = m.handle(.relaysConnected(1), now: Self.now)
+        func hidden(_ actions: [BridgeMachine.Action]) -> HideRule? {
+            actions.lazy.compactMap { if case .hidden(let report) = $0, !report.shadow { report.rule } else { nil } }.first
+        }
+        let line = "LOST CHILD near main stage, red jacket, ask at the info tent"
+        for i in 0..<4 {
+            #expect(hidden(m.handle(.relayEvent(event(line, at: Self.now + Double(i), key: alice)), now: Self.now + Double(i))) == nil, "\(i)")
+        }
+        let repeats = (0..<4).map { i in hidden(m.handle(.relayEvent(event(line, at: Self.now + 10 + Double(i), key: stranger)), now: Self.now + 10 + Double(i))) }
+        #expect(repeats.contains { $0 != nil }, "a stranger's repeats are hidden: \(repeats)")
+        // The operator's own word still applies to staff: the denylist, and a block (block wins over allow).
+        _ = m.handle(.operatorInput(.setDenylist(try Denylist([.keyword("tickets")]))), now: Self.now + 20)
+        #expect(hidden(m.handle(.relayEvent(event("cheap tickets here", at: Self.now + 21, key: alice)), now: Self.now + 21)) == .denylist)
+        _ = m.handle(.localMarks(OperatorMarks(blocked: [steward], staff: [steward])), now: Self.now + 22)
+        #expect(hidden(m.handle(.relayEvent(event("still me", at: Self.now + 23, key: alice)), now: Self.now + 23)) == .blocked)
     }
 }

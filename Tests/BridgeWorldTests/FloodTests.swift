@@ -1,5 +1,6 @@
 import BotCrypto
 import BotSupport
+import Identity
 import BridgeApp
 import BridgeCore
 import BridgeTesting
@@ -25,7 +26,7 @@ struct FloodTests {
     /// Before: the relay's verification budget (burst 400, 200/s) ran out within the first second and the regular's
     /// lines were dropped `over_budget` unverified with the flood, and what was verified went into a first-in-first-out
     /// queue the flood kept full (0 of 8). Now the regular — on the operator's allow list, a protected relationship —
-    /// is a priority author: its lines draw on its own verification reserve and the downlink schedule serves them
+    /// is a priority author (staff: `identities allow`): its lines draw on its own verification reserve and the downlink schedule serves them
     /// ahead of the first-contact keys once the minute's budget frees up. The text mirror is on (the default): each
     /// line is a carrier and a persona's mirror line under one budget, the flood's as well as the regular's.
     @Test("a valid 20,000-key flood at 1,000 events a second: ≥ 7 of an allowed regular's 8 lines cross onto the mesh, each once; the flood is held to the budget")
@@ -34,10 +35,12 @@ struct FloodTests {
         let relay = try site.relay()
         let air = site.segment()
         let regular = try SchnorrSecretKey(bytes: [UInt8](repeating: 0x5a, count: 32))
-        try Self.allow("nostr:\(regular.publicKey.hex)", dataDirectory: site.directory + "/gateway")
         // A gateway only (no rendezvous, no channel levels): what crosses is the channel's.
         let bridge = try await site.bridge(
             "gateway", relays: [relay], segments: [air], settings: ["BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none"])
+        // Staff, the operator's way on a running bridge (issue 23 finding 3: `identities allow` was not counted, only
+        // the policy file's allow list, and the regular got 0 of 8 lines on the air).
+        try await bridge.allow(try .nostr(pubkey: regular.publicKey.bytes))
         let reader = await site.phone("reader", on: [air])
         #expect(await reader.meets(bridge))
 
@@ -83,11 +86,6 @@ struct FloodTests {
         await site.stop()
     }
 
-    /// Writes the operator's allow list (`policy.json`) into a bridge's data directory before it starts.
-    static func allow(_ key: String, dataDirectory: String) throws {
-        try FileIO.makeDirectory(dataDirectory, mode: 0o700)
-        try FileIO.writeAtomically(Array(#"{"allow": ["\#(key)"]}"#.utf8), to: dataDirectory + "/policy.json", mode: 0o600)
-    }
 }
 
 extension FloodTests {

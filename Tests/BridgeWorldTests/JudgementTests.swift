@@ -1,4 +1,6 @@
 import BitchatWire
+import BotCrypto
+import Identity
 import BotSupport
 import BridgeApp
 import BridgeCore
@@ -65,6 +67,48 @@ struct JudgementTests {
         }
         let downlinked = Set(bridge.activity.all.filter { $0.kind == .downlinked }.map(\.messageID))
         #expect(downlinked == Set(carried), "hidden ones never scheduled")
+        await site.stop()
+    }
+
+    /// Issue 23 finding 3: `identities allow` did not stop a steward's third "LOST CHILD" line being hidden
+    /// (`repeatedMessage`). Staff pass the spam filter on both sides; a stranger's repeats are still hidden.
+    @Test("staff on both sides: an allowed steward's repeated line crosses every time, from the mesh (relayed and mirrored) and from Nostr (carried); a stranger's repeats are hidden")
+    func staffRepeats() async throws {
+        let site = Site(name: "judge-staff")
+        let relay = try site.relay()
+        let islandA = site.segment(), islandB = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [islandA, islandB], settings: ["BRIDGE_TEXT_MIRROR": "up"])
+        let reader = await site.phone("reader", on: [islandB])
+        #expect(await reader.knows(await bridge.peerID))
+        let steward = await site.phone("steward", on: [islandA])
+        #expect(await site.advance(until: { await reader.knows(steward.id, within: 0.05) }), "the reader knows the steward")
+        let nostrSteward = site.poster("nostr-steward")
+        try await bridge.allow(try .mesh(noiseKey: steward.noiseKey.publicKey))
+        try await bridge.allow(try .nostr(pubkey: nostrSteward.key.publicKey.bytes))
+
+        let line = "LOST CHILD near main stage, red jacket, ask at the info tent"
+        var said: [String] = []
+        var posted: [EventID] = []
+        for _ in 0..<4 {
+            said.append(await steward.say(line))
+            posted.append(try nostrSteward.post(line, to: relay).id)
+            await site.advance(by: 1_000)
+        }
+        let stranger = site.poster("stranger")
+        var repeats: [String] = []
+        for _ in 0..<4 {
+            repeats.append(try stranger.post("anyone selling a spare wristband", to: relay).id.hex)
+            await site.advance(by: 1_000)
+        }
+        for id in said + posted.map(\.hex) { #expect(await bridge.verdict(on: id)?.kind == .passed, "\(id)") }
+        var strangerVerdicts: [BridgeActivity.Kind?] = []
+        for id in repeats { strangerVerdicts.append(await bridge.verdict(on: id)?.kind) }
+        #expect(strangerVerdicts.contains(.hidden), "a stranger's repeats: \(strangerVerdicts)")
+
+        #expect(await site.advance(until: { await reader.heard(messages: said) }), "every steward line relayed to island B")
+        #expect(await site.advance(until: { await reader.heard(carriers: posted) }, limit: 30_000), "every Nostr steward line carried")
+        _ = await relay.published.count(4) { $0.kind == NostrKind.ephemeralChat && $0.content == line }
+        #expect(relay.published.all.filter { $0.kind == NostrKind.ephemeralChat && $0.content == line }.count == 4, "every mesh line mirrored")
         await site.stop()
     }
 

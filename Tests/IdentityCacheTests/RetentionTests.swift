@@ -76,6 +76,19 @@ struct RetentionTests {
         #expect(try store.record(try meshKey(100)) == nil, "a plain stranger is forgotten")
     }
 
+    /// Staff and the block list in one pass (issue 23): the policy file's lists and the rows the CLI marked.
+    @Test(arguments: StoreKind.allCases)
+    func operatorMarksJoinThePolicyFileAndTheRows(kind: StoreKind) throws {
+        let (cache, _) = try makeCache(kind, lists: OperatorLists(allowed: [try nostrKey(1)], verified: [try nostrKey(2)], blocked: [try nostrKey(3)]))
+        try cache.annotate(try meshKey(4)) { $0.allowed = true }
+        try cache.annotate(try meshKey(5)) { $0.blocked = true }
+        try cache.annotate(try meshKey(6)) { $0.verified = true }
+        let marks = try cache.operatorMarks()
+        #expect(marks.allowed == [try nostrKey(1), try meshKey(4)])
+        #expect(marks.blocked == [try nostrKey(3), try meshKey(5)])
+        #expect(try cache.blockedKeys() == marks.blocked)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func unverifyLeavesCasualAndStaysProtected(kind: StoreKind) throws {
         let (cache, store) = try makeCache(kind)

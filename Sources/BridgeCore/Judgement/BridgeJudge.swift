@@ -24,7 +24,8 @@ public struct HiddenReport: Sendable, Equatable {
 }
 
 /// The bridge's judgement as a pure value (PRODUCT §3), asked by ``BridgeRouter`` after the structural and
-/// signature checks and before the budgets: the operator's block list, then the spam filter. It reads no
+/// signature checks and before the budgets, in this order: the operator's block list, the denylist, then staff
+/// (allowed keys) pass without the spam filter, then the spam filter for everyone else. It reads no
 /// storage and writes none: the block list reaches it as data (``setBlocked(_:)``, loaded by the shell from
 /// the policy file and the identity rows), and what it hid leaves as a ``HiddenReport`` for the shell to
 /// store — so hiding never depends on a write succeeding (a full disk still hides).
@@ -47,6 +48,10 @@ public struct BridgeJudge: Sendable {
     public private(set) var blocked: Set<IdentityKey>
     /// Texts never bridged (keywords, patterns), set by the console.
     public private(set) var denylist = Denylist.empty
+    /// Staff (issue 23): the operator's allowed keys. Never hidden by the spam filter (a steward's third "LOST
+    /// CHILD near main stage" line is not a repeat to hide); the block list and the denylist still apply, and
+    /// block wins over allow. Their lines do not spend or feed the filter's budgets.
+    public private(set) var staff: Set<IdentityKey> = []
 
     public init(settings: Settings, policy: AdmissionPolicy, blocked: Set<IdentityKey> = []) {
         self.settings = settings
@@ -64,6 +69,10 @@ public struct BridgeJudge: Sendable {
 
     /// Replaces the block list (start, SIGHUP, an `identities block` seen in the database).
     public mutating func setBlocked(_ keys: Set<IdentityKey>) { blocked = keys }
+
+    public mutating func setStaff(_ keys: Set<IdentityKey>) { staff = keys }
+
+    public func isStaff(_ key: IdentityKey?) -> Bool { key.map(staff.contains) ?? false }
 
     public mutating func setShadowMode(_ on: Bool) { policy.setShadowMode(on) }
 
@@ -103,6 +112,7 @@ public struct BridgeJudge: Sendable {
         if let entry = denylist.match(candidate.text) {
             return operatorHide(.denylist, figures: entry.jsonValue)
         }
+        if isStaff(candidate.identity) { return (.pass, nil) }
         let verdict = policy.judge(spamCandidate, now: now)
         var report: HiddenReport?
         if verdict.isLogged, !verdict.fromCache, let rule = verdict.rule {
@@ -117,4 +127,17 @@ public struct BridgeJudge: Sendable {
 
     /// Spam filter statistics for metrics.
     public var spamStats: AdmissionPolicy.Stats { policy.currentStats }
+}
+
+/// The operator's marks on identities as the identity store holds them — the policy file's lists and the rows the
+/// CLI or the console marked: who is blocked, and who is staff (allowed). The executor reads them; the machine
+/// gives them to the judge and to the downlink schedule.
+public struct OperatorMarks: Sendable, Equatable {
+    public var blocked: Set<IdentityKey>
+    public var staff: Set<IdentityKey>
+
+    public init(blocked: Set<IdentityKey> = [], staff: Set<IdentityKey> = []) {
+        self.blocked = blocked
+        self.staff = staff
+    }
 }

@@ -54,20 +54,27 @@ extension BridgeMachine {
         }
     }
 
-    /// The identity store's block list (the policy file's and the annotated rows), read again.
-    mutating func setLocalBlocks(_ keys: Set<IdentityKey>, log: Bool) -> [Action] {
-        let changed = keys != localBlocked
-        localBlocked = keys
+    /// The identity store's block list and staff (the policy file's and the annotated rows), read again. Staff
+    /// change who is a priority author (their Nostr keys are verified first under a flood).
+    mutating func setLocalMarks(_ marks: OperatorMarks, log: Bool, now: Double) -> [Action] {
+        let changed = marks != localMarks
+        let staffChanged = marks.staff != localMarks.staff
+        localMarks = marks
         applyJudgeLists()
         guard changed, log else { return [] }
-        return [.log(LogLine(.info, "block list loaded", [("block.keys", .integer(Int64(keys.count)))]))]
+        let line = LogLine(.info, "block list loaded", [
+            ("block.keys", .integer(Int64(marks.blocked.count))), ("staff.keys", .integer(Int64(marks.staff.count))),
+        ])
+        return [.log(line)] + (staffChanged ? refreshPriorityAuthors(now: now, operatorChange: true) : [])
     }
 
-    /// The judge's block list and denylist: local ∪ fleet.
+    /// The judge's block list and denylist (local ∪ fleet) and its staff (local only: a fleet list blocks, it
+    /// does not vouch).
     mutating func applyJudgeLists() {
         let current = fleet?.current
-        let blocked = FleetList.mergedBlocks(local: localBlocked, fleet: current)
+        let blocked = FleetList.mergedBlocks(local: localMarks.blocked, fleet: current)
         if blocked != router.judge.blocked { router.setBlocked(blocked) }
+        if localMarks.staff != router.judge.staff { router.setStaff(localMarks.staff) }
         let (denylist, dropped) = FleetList.mergedDenylist(local: localDenylist, fleet: current)
         counters.fleetWordsDropped = dropped
         if denylist != router.judge.denylist { router.setDenylist(denylist) }
@@ -145,17 +152,19 @@ extension BridgeMachine {
 
     /// Established senders and the operator's allowed and verified Nostr keys go to the relay side, which verifies
     /// their events first once a relay's budget is spent. Computed when due (a delivery, a list change, a sender
-    /// becoming established), at most every ``Limits/priorityAuthorsRefresh`` seconds; sent when changed.
-    mutating func refreshPriorityAuthors(now: Double) -> [Action] {
+    /// becoming established), at most every ``Limits/priorityAuthorsRefresh`` seconds; sent when changed. An operator's
+    /// change (`operatorChange`: the staff marks read again) is computed at once: staff marked just before a flood
+    /// must be verified first from its first second.
+    mutating func refreshPriorityAuthors(now: Double, operatorChange: Bool = false) -> [Action] {
         // A sender became established since the last computation (without a delivery).
         let establishing = router.nextEstablishment(now: priorityComputedAt).map { $0 <= now } ?? false
-        guard priorityDirty || establishing, now >= priorityComputedAt + Limits.priorityAuthorsRefresh else { return [] }
+        guard operatorChange || priorityDirty || establishing, operatorChange || now >= priorityComputedAt + Limits.priorityAuthorsRefresh
+        else { return [] }
         priorityDirty = false
         priorityComputedAt = now
         var authors = router.establishedAuthors(now: now)
-        if let lists = operatorLists {
-            for key in lists.allowed.union(lists.verified) where key.kind == .nostr { authors.insert(key.hex) }
-        }
+        let vouched = localMarks.staff.union(operatorLists?.verified ?? [])
+        for key in vouched where key.kind == .nostr { authors.insert(key.hex) }
         guard authors != priorityAuthors else { return [] }
         priorityAuthors = authors
         return [.priorityAuthors(authors)]

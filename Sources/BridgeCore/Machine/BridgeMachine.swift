@@ -58,9 +58,9 @@ public struct BridgeMachine {
     public struct Restored: Sendable {
         /// `policy.json`; nil when it could not be read (the block list below still holds its last blocks).
         public var operatorLists: OperatorLists?
-        /// The identity store's block list (the policy file's and the rows the CLI or console blocked); nil keeps
-        /// the judge's own (the read failed, or there is no store).
-        public var blocked: Set<IdentityKey>?
+        /// The identity store's block list and staff (the policy file's and the rows the CLI or console marked);
+        /// nil keeps the judge's own (the read failed, or there is no store).
+        public var marks: OperatorMarks?
         /// The sync stores as the database held them (``SyncStores``).
         public var sync: SyncStores
         /// The board's Nostr copies.
@@ -71,11 +71,11 @@ public struct BridgeMachine {
         public var pendingUplinks: [NostrEvent]
 
         public init(
-            operatorLists: OperatorLists? = .empty, blocked: Set<IdentityKey>? = nil, sync: SyncStores = SyncStores(),
+            operatorLists: OperatorLists? = .empty, marks: OperatorMarks? = nil, sync: SyncStores = SyncStores(),
             ledger: [BoardLedger.Entry] = [], keptFleetList: NostrEvent? = nil, pendingUplinks: [NostrEvent] = []
         ) {
             self.operatorLists = operatorLists
-            self.blocked = blocked
+            self.marks = marks
             self.sync = sync
             self.ledger = ledger
             self.keptFleetList = keptFleetList
@@ -91,8 +91,8 @@ public struct BridgeMachine {
         /// What the mesh engine reported.
         case mesh(MeshAction)
         case operatorInput(OperatorInput)
-        /// The identity store's block list, read again (another process or the console changed it).
-        case localBlocks(Set<IdentityKey>)
+        /// The identity store's block list and staff, read again (another process or the console changed them).
+        case localMarks(OperatorMarks)
         /// ``nextDeadline(now:)`` was reached.
         case deadline
     }
@@ -180,7 +180,8 @@ public struct BridgeMachine {
     /// bridge never serves what it hid.
     var lastMeshVerdict: (stableID: String, relay: Bool)?
     /// The bridge's own block list and denylist, before the fleet's are merged in.
-    var localBlocked: Set<IdentityKey>
+    /// The identity store's block list and staff (the fleet's blocks are merged in by ``applyJudgeLists()``).
+    var localMarks: OperatorMarks
     var localDenylist: Denylist
     var priorityAuthors: Set<String> = []
     var priorityComputedAt = -Double.infinity
@@ -199,7 +200,7 @@ public struct BridgeMachine {
         self.fleet = configuration.fleet.map { FleetListState(site: $0.site, operators: $0.operators) }
         self.responder = configuration.sync.map { SyncResponder(configuration: $0) }
         self.sync = SyncStores()
-        self.localBlocked = router.judge.blocked
+        self.localMarks = OperatorMarks(blocked: router.judge.blocked, staff: router.judge.staff)
         self.localDenylist = router.judge.denylist
     }
 
@@ -217,7 +218,7 @@ public struct BridgeMachine {
         operatorLists = restored.operatorLists
         sync = restored.sync
         ledger = BoardLedger(restored.ledger)
-        var actions = setLocalBlocks(restored.blocked ?? localBlocked, log: false)
+        var actions = setLocalMarks(restored.marks ?? localMarks, log: false, now: now)
         if let kept = restored.keptFleetList, fleet != nil { actions += offerFleetList(kept, from: "kept file", now: now) }
         for event in restored.pendingUplinks {
             router.recordOwnPublication(event.id)
@@ -249,7 +250,7 @@ public struct BridgeMachine {
             return perform(router.relaysConnected(count > 0, now: now), now: now)
         case .mesh(let action): return mesh(action, now: now)
         case .operatorInput(let input): return operatorInput(input, now: now)
-        case .localBlocks(let keys): return setLocalBlocks(keys, log: true)
+        case .localMarks(let marks): return setLocalMarks(marks, log: true, now: now)
         case .deadline:
             let actions = perform(router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
@@ -286,7 +287,7 @@ public struct BridgeMachine {
         // Queue priority, never a skipped check: the pool verified this event's signature already, so `protected`
         // is the operator's word about a key that really signed it.
         let key = try? IdentityKey.nostr(pubkey: event.pubkey.bytes)
-        let protected = key.map { key in operatorLists.map { $0.allowed.contains(key) || $0.verified.contains(key) } ?? false } ?? false
+        let protected = key.map { key in router.judge.isStaff(key) || operatorLists?.verified.contains(key) == true } ?? false
         let unit = random.unit()
         return actions + perform(router.relayEvent(event, now: now, random: unit, protected: protected), now: now, relayEvent: event)
     }
