@@ -26,6 +26,10 @@ struct MetricsSource: Sendable {
         metrics.meshNode = await node.driverCounters
         metrics.meshTransport = transport.status
         metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
+        metrics.build = .init(version: BridgeVersion.string, commit: BridgeVersion.commit)
+        let report = BridgeHealth(startedAt: startedAt).evaluate(Self.healthInputs(relays: pool.snapshot(), mesh: transport.status), now: .now)
+        metrics.health = Dictionary(report.checks.map { ($0.name, $0.ok) }) { first, _ in first }
+        metrics.process = ProcessFigures.read()
         return metrics
     }
 }

@@ -142,7 +142,7 @@ public struct RecentBoardNotes: Sendable {
     }
 }
 
-/// What the bridge did with an accepted board packet on the Nostr side (`bridge_board_nostr_total{outcome}`).
+/// What the bridge did with an accepted board packet on the Nostr side (`bitchat_bridge_board_nostr_total{outcome}`).
 public enum BoardNostrOutcome: String, CounterKey, CaseIterable {
     /// A kind-1 copy of a geohash post was published.
     case published

@@ -144,7 +144,7 @@ public struct BridgeCounters: Sendable, Equatable {
 
     public init() {}
 
-    /// Messages carried across, by direction (the `bridge_forwarded_total` series).
+    /// Messages carried across, by direction (the `bitchat_bridge_forwarded_total` series).
     public func forwarded(_ direction: BridgeRouter.Direction) -> Int {
         switch direction {
         case .nostrToMesh: broadcasts.total

@@ -7,18 +7,18 @@ struct MetricsTests {
     @Test("renders HELP/TYPE once per family, labels in order, whole numbers without a fraction")
     func render() {
         var s = MetricsSnapshot()
-        s.counter("bridge_forwarded_total", "Messages carried across.", labels: [.init("direction", "downlink")], 3)
-        s.counter("bridge_forwarded_total", "", labels: [.init("direction", "uplink")], 1)
-        s.gauge("bridge_mesh_peers", "Peers.", 2.5)
+        s.counter("bitchat_bridge_forwarded_total", "Messages carried across.", labels: [.init("direction", "downlink")], 3)
+        s.counter("bitchat_bridge_forwarded_total", "", labels: [.init("direction", "uplink")], 1)
+        s.gauge("bitchat_bridge_mesh_peers", "Peers.", 2.5)
         s.declare("bridge_empty_total", "Nothing yet.", kind: .counter)
         #expect(PrometheusText.render(s) == """
-            # HELP bridge_forwarded_total Messages carried across.
-            # TYPE bridge_forwarded_total counter
-            bridge_forwarded_total{direction="downlink"} 3
-            bridge_forwarded_total{direction="uplink"} 1
-            # HELP bridge_mesh_peers Peers.
-            # TYPE bridge_mesh_peers gauge
-            bridge_mesh_peers 2.5
+            # HELP bitchat_bridge_forwarded_total Messages carried across.
+            # TYPE bitchat_bridge_forwarded_total counter
+            bitchat_bridge_forwarded_total{direction="downlink"} 3
+            bitchat_bridge_forwarded_total{direction="uplink"} 1
+            # HELP bitchat_bridge_mesh_peers Peers.
+            # TYPE bitchat_bridge_mesh_peers gauge
+            bitchat_bridge_mesh_peers 2.5
             # HELP bridge_empty_total Nothing yet.
             # TYPE bridge_empty_total counter
 
@@ -173,11 +173,11 @@ struct StatusBoardTests {
         let time = ManualTime()
         let board = StatusBoard(maxAge: .seconds(30), now: { time.now })
         var metrics = MetricsSnapshot()
-        metrics.gauge("bridge_mesh_peers", "Peers.", 4)
+        metrics.gauge("bitchat_bridge_mesh_peers", "Peers.", 4)
         board.publish(health: healthy, metrics: metrics)
         let response = board.response(method: "GET", path: "/metrics")
         #expect(response.status == 200 && response.contentType == PrometheusText.contentType)
-        #expect(String(decoding: response.body, as: UTF8.self).contains("bridge_mesh_peers 4\n"))
+        #expect(String(decoding: response.body, as: UTF8.self).contains("bitchat_bridge_mesh_peers 4\n"))
         #expect(board.response(method: "GET", path: "/").status == 404)
         #expect(board.response(method: "POST", path: "/healthz").status == 405)
     }

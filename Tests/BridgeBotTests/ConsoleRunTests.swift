@@ -132,7 +132,7 @@ struct ConsoleRunTests {
         #expect(page.status == 200 && page.body.contains("bitchat-bridge console"))
         #expect(page.headers["content-security-policy"]?.contains("default-src 'self'") == true)
         #expect(!page.body.contains(token))
-        #expect(try await ConsoleFetch.run("\(base)/metrics").body.contains("bridge_uptime_seconds"))
+        #expect(try await ConsoleFetch.run("\(base)/metrics").body.contains("bitchat_bridge_uptime_seconds"))
 
         let noToken = try await ConsoleFetch.run(action, method: "POST", headers: origin)
         #expect(noToken.status == 401, "\(noToken.body)")

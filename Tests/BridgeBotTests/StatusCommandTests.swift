@@ -30,14 +30,14 @@ struct StatusCommandTests {
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("healthy"))
         #expect(ok.stdout.contains("[ok] relays: 1 of 1 answering"))
-        #expect(ok.stdout.contains("bridge_forwarded_total{direction=downlink}"))
+        #expect(ok.stdout.contains("bitchat_bridge_forwarded_total{direction=downlink}"))
         #expect(ok.stdout.contains("not shown"))
 
         let json = try await runBridge(["status", "--json"], environment: ["BRIDGE_HTTP_LISTEN": address])
         #expect(json.status == 0)
         let value = try JSONParser().parse(json.stdout)
         #expect(value["healthy"] == .bool(true))
-        #expect(value["metrics"]?["bridge_forwarded_total"]?["samples"]?.arrayValue?.first?["value"] == .integer(12))
+        #expect(value["metrics"]?["bitchat_bridge_forwarded_total"]?["samples"]?.arrayValue?.first?["value"] == .integer(12))
 
         board.publish(
             health: health.evaluate(.init(answeringRelays: 0, configuredRelays: 1, meshUp: false, meshDetail: "hub gone"), now: start),

@@ -118,11 +118,11 @@ struct HostileRunTests {
         // (once read 49,188 of 100,000 right after FLOODED, CI 2026-12-02).
         let floodURL = relays.first { $0.name == "flood" }!.url
         let samples = parseSamples(try await scrapeMetrics(port: http, timeout: .seconds(30)) {
-            total(parseSamples($0), "bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000
+            total(parseSamples($0), "bitchat_bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000
         })
-        #expect(total(samples, "bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000)
-        #expect(total(samples, "bridge_relay_dropped_total", "relay=\"\(floodURL)\"") > 0, "\(samples.filter { $0.key.contains("dropped") })")
-        #expect(total(samples, "bridge_relay_reconnects_total", "relay=\"\(relays.first { $0.name == "close-at-once" }!.url)\"") >= 1)
+        #expect(total(samples, "bitchat_bridge_relay_frames_received_total", "relay=\"\(floodURL)\"") > 50_000)
+        #expect(total(samples, "bitchat_bridge_relay_dropped_total", "relay=\"\(floodURL)\"") > 0, "\(samples.filter { $0.key.contains("dropped") })")
+        #expect(total(samples, "bitchat_bridge_relay_reconnects_total", "relay=\"\(relays.first { $0.name == "close-at-once" }!.url)\"") >= 1)
 
         // SIGTERM after the flood: exit 0 within 5 s.
         let stopping = ContinuousClock.now

@@ -64,7 +64,7 @@ func readmeFamilies() throws -> [String] {
     guard let start = text.range(of: "<!-- metrics-table"), let end = text.range(of: "<!-- /metrics-table -->") else { return [] }
     return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
         let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let name = cells.first, name.hasPrefix("`bridge_") else { return nil }
+        guard let name = cells.first, name.hasPrefix("`bitchat_bridge_") || name.hasPrefix("`process_") else { return nil }
         return name.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
     }
 }
@@ -167,7 +167,7 @@ extension World {
 struct MetricsScenarioTests {
     /// Flood sizes: the Nostr flood is well past the gateway's downlink queue (30 pending, 30 a minute), so
     /// the queue fills and drops; the announce flood is past the first-contact pool (1,024), so the peer
-    /// table evicts — and every eviction must leave `bridge_mesh_peers`.
+    /// table evicts — and every eviction must leave `bitchat_bridge_mesh_peers`.
     static let nostrFlood = 100
     static let announceFlood = 1_750
     /// Well below the link's inbound budget (512 frames), so a loaded bridge drops few (each drop counted).
@@ -176,21 +176,21 @@ struct MetricsScenarioTests {
     /// README families this scenario does not give a sample line, and why (a labelled counter has a series only
     /// once one of its labels has counted). Every other family must have one.
     static let unsampled: [String: String] = [
-        "bridge_relay_rejections_total": "the local relay accepts every bridge publication (no OK false, no CLOSED)",
-        "bridge_relay_connect_failures_total": "only when a reconnect attempt falls inside the killed relay's ~2 s outage (timing)",
-        "bridge_deposits_dropped_total": "the one deposit is well-formed and within its budget",
-        "bridge_carriers_dropped_total": "no carrier the bridge's roles refuse is sent",
-        "bridge_mesh_transport_dropped_total": "the announce flood is paced below the link's inbound budget so none drop",
-        "bridge_mesh_link_dropped_total": "as bridge_mesh_transport_dropped_total, per link",
-        "bridge_mesh_pins_total": "flood identities arrive relayed (TTL 1), which never pins; PinTests covers pins",
-        "bridge_mesh_ingress_dropped_total": "every frame's timestamp is current and its TTL in range",
-        "bridge_mesh_fragments_total": "no message here is large enough to fragment",
-        "bridge_mesh_carriers_rejected_total": "no malformed Nostr carrier is sent on the mesh",
-        "bridge_mesh_transmit_total": "its events (fragmented, deferred) need large or throttled sends, none here",
-        "bridge_sync_replies_total": "the scripted phones send no REQUEST_SYNC the bridge answers with packets",
-        "bridge_board_packets_total": "no board post is made in this scenario",
-        "bridge_fleet_lists_total": "fleet moderation is off (no operator_keys)",
-        "bridge_board_nostr_total": "no board post is made, so none is copied to Nostr",
+        "bitchat_bridge_relay_rejections_total": "the local relay accepts every bridge publication (no OK false, no CLOSED)",
+        "bitchat_bridge_relay_connect_failures_total": "only when a reconnect attempt falls inside the killed relay's ~2 s outage (timing)",
+        "bitchat_bridge_deposits_dropped_total": "the one deposit is well-formed and within its budget",
+        "bitchat_bridge_carriers_dropped_total": "no carrier the bridge's roles refuse is sent",
+        "bitchat_bridge_mesh_transport_dropped_total": "the announce flood is paced below the link's inbound budget so none drop",
+        "bitchat_bridge_mesh_link_dropped_total": "as bitchat_bridge_mesh_transport_dropped_total, per link",
+        "bitchat_bridge_mesh_pins_total": "flood identities arrive relayed (TTL 1), which never pins; PinTests covers pins",
+        "bitchat_bridge_mesh_ingress_dropped_total": "every frame's timestamp is current and its TTL in range",
+        "bitchat_bridge_mesh_fragments_total": "no message here is large enough to fragment",
+        "bitchat_bridge_mesh_carriers_rejected_total": "no malformed Nostr carrier is sent on the mesh",
+        "bitchat_bridge_mesh_transmit_total": "its events (fragmented, deferred) need large or throttled sends, none here",
+        "bitchat_bridge_sync_replies_total": "the scripted phones send no REQUEST_SYNC the bridge answers with packets",
+        "bitchat_bridge_board_packets_total": "no board post is made in this scenario",
+        "bitchat_bridge_fleet_lists_total": "fleet moderation is off (no operator_keys)",
+        "bitchat_bridge_board_nostr_total": "no board post is made, so none is copied to Nostr",
     ]
 
     @Test(.timeLimit(.minutes(3)))
@@ -215,8 +215,8 @@ struct MetricsScenarioTests {
         let reader = try await world.startReader("reader", island: island)
         try await world.waitForBridges(reader, count: 1)
         _ = try await scrapeMetrics(port: http) {
-            $0.contains("bridge_relay_answering{relay=\"\(relay)\"} 1") && $0.contains("bridge_relay_up{relay=\"\(silent)\"} 1")
-                && $0.contains("bridge_relay_answering{relay=\"\(silent)\"} 0")
+            $0.contains("bitchat_bridge_relay_answering{relay=\"\(relay)\"} 1") && $0.contains("bitchat_bridge_relay_up{relay=\"\(silent)\"} 1")
+                && $0.contains("bitchat_bridge_relay_answering{relay=\"\(silent)\"} 0")
         }
         let healthy = try await waitForHealth(port: http, 200, timeout: .seconds(10))
         #expect(healthy.status == 200 && healthy.body.contains("1 of 2 answering"), "\(healthy.body)")
@@ -255,8 +255,8 @@ struct MetricsScenarioTests {
             let target = Double(sent) * 0.9
             _ = try await scrapeMetrics(port: http, timeout: .seconds(30)) { text in
                 let s = parseSamples(text)
-                return total(s, "bridge_mesh_packets_received_total", "type=\"announce\"")
-                    + total(s, "bridge_mesh_transport_dropped_total", "direction=\"in\"") >= target
+                return total(s, "bitchat_bridge_mesh_packets_received_total", "type=\"announce\"")
+                    + total(s, "bitchat_bridge_mesh_transport_dropped_total", "direction=\"in\"") >= target
             }
         }
         // Three hostile frames: bytes that are no packet, an announce whose signature was altered, and one valid
@@ -269,13 +269,13 @@ struct MetricsScenarioTests {
         // After the flood the gauge is the table's count: every identity added and not lost, no leak.
         let settled = try await scrapeMetrics(port: http, timeout: .seconds(30)) { text in
             let s = parseSamples(text)
-            let inTable = total(s, "bridge_mesh_peer_events_total", "event=\"added\"") - total(s, "bridge_mesh_peer_events_total", "event=\"lost_")
-            return total(s, "bridge_mesh_peer_events_total", "event=\"lost_evicted\"") > 0 && total(s, "bridge_mesh_peers") == inTable
+            let inTable = total(s, "bitchat_bridge_mesh_peer_events_total", "event=\"added\"") - total(s, "bitchat_bridge_mesh_peer_events_total", "event=\"lost_")
+            return total(s, "bitchat_bridge_mesh_peer_events_total", "event=\"lost_evicted\"") > 0 && total(s, "bitchat_bridge_mesh_peers") == inTable
         }
         let afterFlood = parseSamples(settled)
         print("setup, traffic and floods: \(ContinuousClock.now - started)")
-        let peers = total(afterFlood, "bridge_mesh_peers")
-        #expect(peers <= 2_048, "bridge_mesh_peers \(peers) within the peer table's 2,048")
+        let peers = total(afterFlood, "bitchat_bridge_mesh_peers")
+        #expect(peers <= 2_048, "bitchat_bridge_mesh_peers \(peers) within the peer table's 2,048")
 
         // The relay killed: the relay check fails (with the relay's reason), and recovers once it is back.
         world.relay?.stop(signal: SIGKILL)
@@ -302,8 +302,8 @@ struct MetricsScenarioTests {
         // Every family of the README is on /metrics, and every counter the scenario must move has moved.
         let text = try await scrapeMetrics(port: http) { text in
             let s = parseSamples(text)
-            return total(s, "bridge_mesh_up") == 1 && total(s, "bridge_mesh_reconnects_total") >= 1
-                && total(s, "bridge_relay_reconnects_total") >= 1
+            return total(s, "bitchat_bridge_mesh_up") == 1 && total(s, "bitchat_bridge_mesh_reconnects_total") >= 1
+                && total(s, "bitchat_bridge_relay_reconnects_total") >= 1
         }
         // Declared is not enough (HELP and TYPE are printed for every family): each family of the README has a
         // sample line after this traffic, but for the ones listed in ``unsampled``, each with why.
@@ -319,38 +319,45 @@ struct MetricsScenarioTests {
         #expect(missing.isEmpty, "families with no sample line after the scenario: \(missing)")
         #expect(Set(Self.unsampled.keys).isSubset(of: Set(families)), "every exception names a README family")
         let moved: [(String, [String], Double)] = [
-            ("bridge_relay_frames_received_total", [], 1),
-            ("bridge_relay_events_delivered_total", [], 1),
-            ("bridge_relay_dropped_total", ["reason=\"stale\""], 1),
-            ("bridge_relay_dropped_total", ["reason=\"future\""], 1),
-            ("bridge_relay_connections_lost_total", [], 1),
-            ("bridge_relay_reconnects_total", [], 1),
-            ("bridge_events_received_total", [], Double(Self.nostrFlood)),
-            ("bridge_events_verified_total", [], Double(Self.nostrFlood)),
-            ("bridge_forwarded_total", ["direction=\"nostr-to-mesh\""], 1),
-            ("bridge_forwarded_total", ["direction=\"mesh-to-nostr\""], 1),
-            ("bridge_deposits_total", [], 1),
-            ("bridge_hidden_total", ["direction=\"nostr-to-mesh\""], 1),
-            ("bridge_moderation_log_records", [], 1),
-            ("bridge_queue_dropped_total", ["queue=\"downlink\""], 1),
-            ("bridge_mesh_frames_received_total", [], 1_024),
-            ("bridge_mesh_packets_received_total", ["type=\"announce\""], 1_024),
-            ("bridge_mesh_peer_events_total", ["event=\"added\""], 1_024),
-            ("bridge_mesh_peer_events_total", ["event=\"lost_evicted\""], 1),
-            ("bridge_mesh_reconnects_total", [], 1),
-            ("bridge_mesh_decode_rejected_total", [], 1),
-            ("bridge_mesh_verification_failed_total", [], 1),
-            ("bridge_mesh_dedup_total", [], 1),
-            ("bridge_uptime_seconds", [], 1),
+            ("bitchat_bridge_relay_frames_received_total", [], 1),
+            ("bitchat_bridge_relay_events_delivered_total", [], 1),
+            ("bitchat_bridge_relay_dropped_total", ["reason=\"stale\""], 1),
+            ("bitchat_bridge_relay_dropped_total", ["reason=\"future\""], 1),
+            ("bitchat_bridge_relay_connections_lost_total", [], 1),
+            ("bitchat_bridge_relay_reconnects_total", [], 1),
+            ("bitchat_bridge_events_received_total", [], Double(Self.nostrFlood)),
+            ("bitchat_bridge_events_verified_total", [], Double(Self.nostrFlood)),
+            ("bitchat_bridge_forwarded_total", ["direction=\"nostr-to-mesh\""], 1),
+            ("bitchat_bridge_forwarded_total", ["direction=\"mesh-to-nostr\""], 1),
+            ("bitchat_bridge_deposits_total", [], 1),
+            ("bitchat_bridge_hidden_total", ["direction=\"nostr-to-mesh\""], 1),
+            ("bitchat_bridge_moderation_log_records", [], 1),
+            ("bitchat_bridge_queue_dropped_total", ["queue=\"downlink\""], 1),
+            ("bitchat_bridge_mesh_frames_received_total", [], 1_024),
+            ("bitchat_bridge_mesh_packets_received_total", ["type=\"announce\""], 1_024),
+            ("bitchat_bridge_mesh_peer_events_total", ["event=\"added\""], 1_024),
+            ("bitchat_bridge_mesh_peer_events_total", ["event=\"lost_evicted\""], 1),
+            ("bitchat_bridge_mesh_reconnects_total", [], 1),
+            ("bitchat_bridge_mesh_decode_rejected_total", [], 1),
+            ("bitchat_bridge_mesh_verification_failed_total", [], 1),
+            ("bitchat_bridge_mesh_dedup_total", [], 1),
+            ("bitchat_bridge_uptime_seconds", [], 1),
+            ("bitchat_bridge_build_info", [], 1),
+            ("bitchat_bridge_health", ["component=\"mesh\""], 1),
+            ("process_cpu_seconds_total", [], 0.01),
+            ("process_resident_memory_bytes", [], 1_000_000),
+            ("process_start_time_seconds", [], 1_700_000_000),
+            ("process_open_fds", [], 5),
+            ("process_max_fds", [], 64),
         ]
         for (family, labels, atLeast) in moved {
             let value = total(s, family, matching: labels)
             #expect(value >= atLeast, "\(family)\(labels) = \(value), expected ≥ \(atLeast)")
         }
-        let relayDrops = s.filter { $0.key.hasPrefix("bridge_relay_dropped_total{") }
-        let meshDrops = s.filter { $0.key.contains("_dropped_total{") && $0.key.hasPrefix("bridge_mesh_") }
+        let relayDrops = s.filter { $0.key.hasPrefix("bitchat_bridge_relay_dropped_total{") }
+        let meshDrops = s.filter { $0.key.contains("_dropped_total{") && $0.key.hasPrefix("bitchat_bridge_mesh_") }
         print("metrics scenario: \(ContinuousClock.now - started) in all; relay drops \(relayDrops); mesh drops \(meshDrops); "
-            + "downlink queue drops \(total(s, "bridge_queue_dropped_total", "queue=\"downlink\"")), "
-            + "hidden \(total(s, "bridge_hidden_total")), bridge_mesh_peers \(peers) after \(Self.announceFlood) flood identities")
+            + "downlink queue drops \(total(s, "bitchat_bridge_queue_dropped_total", "queue=\"downlink\"")), "
+            + "hidden \(total(s, "bitchat_bridge_hidden_total")), bitchat_bridge_mesh_peers \(peers) after \(Self.announceFlood) flood identities")
     }
 }

@@ -49,9 +49,9 @@ struct BridgeHealthTests {
     func catalogue() throws {
         var m = BridgeMetrics()
         let empty = m.snapshot()
-        for name in ["bridge_relay_up", "bridge_relay_state", "bridge_events_rejected_total", "bridge_hidden_total", "bridge_queue_depth",
-                     "bridge_moderation_log_records", "bridge_stranger_cache_evictions_total", "bridge_mesh_links",
-                     "bridge_mesh_relay_gate_total"] {
+        for name in ["bitchat_bridge_relay_up", "bitchat_bridge_relay_state", "bitchat_bridge_events_rejected_total", "bitchat_bridge_hidden_total", "bitchat_bridge_queue_depth",
+                     "bitchat_bridge_moderation_log_records", "bitchat_bridge_stranger_cache_evictions_total", "bitchat_bridge_mesh_links",
+                     "bitchat_bridge_mesh_relay_gate_total"] {
             #expect(empty.family(name) != nil, "\(name)")
         }
         var a = BridgeMetrics.RelayFigures()
@@ -64,18 +64,18 @@ struct BridgeHealthTests {
         m.hidden[.init(direction: "uplink", rule: "rate")] = 4
         m.eventsRejected["bad_signature"] = 2
         let s = m.snapshot()
-        #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "backoff")]) == 1)
-        #expect(s.value("bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "open")]) == 0)
-        #expect(s.family("bridge_relay_state")?.samples.first?.labels.first?.value == "wss://a")
-        #expect(s.value("bridge_relay_up", labels: [.init("relay", "wss://a")]) == 0)
-        #expect(s.value("bridge_relay_up", labels: [.init("relay", "wss://b")]) == 1)
+        #expect(s.value("bitchat_bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "backoff")]) == 1)
+        #expect(s.value("bitchat_bridge_relay_state", labels: [.init("relay", "wss://a"), .init("state", "open")]) == 0)
+        #expect(s.family("bitchat_bridge_relay_state")?.samples.first?.labels.first?.value == "wss://a")
+        #expect(s.value("bitchat_bridge_relay_up", labels: [.init("relay", "wss://a")]) == 0)
+        #expect(s.value("bitchat_bridge_relay_up", labels: [.init("relay", "wss://b")]) == 1)
         // Every state is rendered, so a dashboard sees the transitions (failed = permanently failed).
-        #expect(s.family("bridge_relay_state")?.samples.count == 2 * BridgeMetrics.relayStateNames.count)
-        #expect(s.value("bridge_hidden_total", labels: [.init("direction", "uplink"), .init("rule", "rate")]) == 4)
-        #expect(s.value("bridge_relay_answering", labels: [.init("relay", "wss://a")]) == 0)
-        #expect(s.value("bridge_relay_answering", labels: [.init("relay", "wss://b")]) == 1)
-        #expect(s.value("bridge_relay_dropped_total", labels: [.init("relay", "wss://b"), .init("reason", "stale")]) == 2)
-        #expect(s.family("bridge_relay_dropped_total")?.samples.count == 2)
+        #expect(s.family("bitchat_bridge_relay_state")?.samples.count == 2 * BridgeMetrics.relayStateNames.count)
+        #expect(s.value("bitchat_bridge_hidden_total", labels: [.init("direction", "uplink"), .init("rule", "rate")]) == 4)
+        #expect(s.value("bitchat_bridge_relay_answering", labels: [.init("relay", "wss://a")]) == 0)
+        #expect(s.value("bitchat_bridge_relay_answering", labels: [.init("relay", "wss://b")]) == 1)
+        #expect(s.value("bitchat_bridge_relay_dropped_total", labels: [.init("relay", "wss://b"), .init("reason", "stale")]) == 2)
+        #expect(s.family("bitchat_bridge_relay_dropped_total")?.samples.count == 2)
         // Round trip through the text format.
         #expect(try PrometheusText.parse(PrometheusText.render(s)) == s)
     }

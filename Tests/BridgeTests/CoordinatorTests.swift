@@ -494,10 +494,10 @@ struct CoordinatorTests {
         var metrics = BridgeMetrics()
         metrics.add(await world.coordinator.snapshot())
         let snapshot = metrics.snapshot()
-        #expect(snapshot.value("bridge_queue_dropped_total", labels: [.init("queue", "uplink_store")]) == 3)
-        #expect(snapshot.value("bridge_queue_depth", labels: [.init("queue", "uplink_store")]) == 0)
+        #expect(snapshot.value("bitchat_bridge_queue_dropped_total", labels: [.init("queue", "uplink_store")]) == 3)
+        #expect(snapshot.value("bitchat_bridge_queue_depth", labels: [.init("queue", "uplink_store")]) == 0)
         let records = Double(world.moderation.records.all.count)
-        #expect(records > 0 && snapshot.value("bridge_moderation_log_records") == records)
+        #expect(records > 0 && snapshot.value("bitchat_bridge_moderation_log_records") == records)
     }
 
     @Test("a full disk fails the event-id write: the event is forwarded anyway, the failure counted")

@@ -19,7 +19,7 @@ struct MetricsCatalogueTests {
         }
         return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 5, cells[1].hasPrefix("`bridge_") else { return nil }
+            guard cells.count >= 5, cells[1].hasPrefix("`bitchat_bridge_") || cells[1].hasPrefix("`process_") else { return nil }
             let labels = cells[3] == "—" ? [] : cells[3].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             return (cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`")), cells[2], labels)
         }
@@ -115,23 +115,23 @@ struct MetricsCatalogueTests {
         metrics.meshNode.droppedInputs = 6
         let s = metrics.snapshot()
         typealias L = MetricsSnapshot.Label
-        #expect(s.value("bridge_mesh_up") == 0)
-        #expect(s.value("bridge_mesh_frames_received_total") == 40)
-        #expect(s.value("bridge_mesh_transport_dropped_total", labels: [L("direction", "in"), L("reason", "queue_full")]) == 3)
-        #expect(s.value("bridge_mesh_transport_dropped_total", labels: [L("direction", "out"), L("reason", "link_down")]) == 2)
-        #expect(s.value("bridge_mesh_link_dropped_total", labels: [L("link", "link7"), L("direction", "in"), L("reason", "queue_full")]) == 3)
-        #expect(s.value("bridge_mesh_reconnects_total") == 1)
-        #expect(s.value("bridge_mesh_ingress_dropped_total", labels: [L("reason", "clock_skew")]) == 1)
-        #expect(s.value("bridge_mesh_decode_rejected_total", labels: [L("stage", "fragment"), L("reason", "invalidValue.fragmentTotal")]) == 2)
-        #expect(s.value("bridge_mesh_dedup_total", labels: [L("kind", "duplicate"), L("pool", "unverified")]) == 5)
-        #expect(s.value("bridge_mesh_relay_gate_total", labels: [L("outcome", "withheld")]) == 3)
-        #expect(s.value("bridge_mesh_peer_events_total", labels: [L("event", "lost_evicted")]) == 1950)
-        #expect(s.value("bridge_mesh_packets_received_total", labels: [L("type", "announce")]) == 4000)
-        #expect(s.value("bridge_mesh_pins_total", labels: [L("event", "refused")]) == 2)
-        #expect(s.value("bridge_mesh_node_dropped_total", labels: [L("reason", "inputs")]) == 6)
+        #expect(s.value("bitchat_bridge_mesh_up") == 0)
+        #expect(s.value("bitchat_bridge_mesh_frames_received_total") == 40)
+        #expect(s.value("bitchat_bridge_mesh_transport_dropped_total", labels: [L("direction", "in"), L("reason", "queue_full")]) == 3)
+        #expect(s.value("bitchat_bridge_mesh_transport_dropped_total", labels: [L("direction", "out"), L("reason", "link_down")]) == 2)
+        #expect(s.value("bitchat_bridge_mesh_link_dropped_total", labels: [L("link", "link7"), L("direction", "in"), L("reason", "queue_full")]) == 3)
+        #expect(s.value("bitchat_bridge_mesh_reconnects_total") == 1)
+        #expect(s.value("bitchat_bridge_mesh_ingress_dropped_total", labels: [L("reason", "clock_skew")]) == 1)
+        #expect(s.value("bitchat_bridge_mesh_decode_rejected_total", labels: [L("stage", "fragment"), L("reason", "invalidValue.fragmentTotal")]) == 2)
+        #expect(s.value("bitchat_bridge_mesh_dedup_total", labels: [L("kind", "duplicate"), L("pool", "unverified")]) == 5)
+        #expect(s.value("bitchat_bridge_mesh_relay_gate_total", labels: [L("outcome", "withheld")]) == 3)
+        #expect(s.value("bitchat_bridge_mesh_peer_events_total", labels: [L("event", "lost_evicted")]) == 1950)
+        #expect(s.value("bitchat_bridge_mesh_packets_received_total", labels: [L("type", "announce")]) == 4000)
+        #expect(s.value("bitchat_bridge_mesh_pins_total", labels: [L("event", "refused")]) == 2)
+        #expect(s.value("bitchat_bridge_mesh_node_dropped_total", labels: [L("reason", "inputs")]) == 6)
         // The transport families are absent (declared, no samples) until the executable read a status.
         let none = BridgeMetrics().snapshot()
-        #expect(none.family("bridge_mesh_up")?.samples.isEmpty == true)
+        #expect(none.family("bitchat_bridge_mesh_up")?.samples.isEmpty == true)
     }
 
     @Test("queue, store and mesh node drop labels are the typed keys' names, one series per key")
@@ -146,16 +146,16 @@ struct MetricsCatalogueTests {
         metrics.meshNode.abandonedAtFlush = 4
         let s = metrics.snapshot()
         for (index, queue) in BridgeMetrics.Queue.allCases.enumerated() {
-            #expect(s.value("bridge_queue_depth", labels: [L("queue", queue.rawValue)]) == Double(index + 1))
-            #expect(s.value("bridge_queue_dropped_total", labels: [L("queue", queue.rawValue)]) == Double(index + 10))
+            #expect(s.value("bitchat_bridge_queue_depth", labels: [L("queue", queue.rawValue)]) == Double(index + 1))
+            #expect(s.value("bitchat_bridge_queue_dropped_total", labels: [L("queue", queue.rawValue)]) == Double(index + 10))
         }
-        #expect(s.family("bridge_queue_dropped_total")?.samples.count == BridgeMetrics.Queue.allCases.count)
+        #expect(s.family("bitchat_bridge_queue_dropped_total")?.samples.count == BridgeMetrics.Queue.allCases.count)
         #expect(BridgeMetrics.Queue.relayEvents.label == "relay_events" && BridgeMetrics.Queue.uplinkStore.label == "uplink_store")
         for (index, store) in BridgeMetrics.Store.allCases.enumerated() {
-            #expect(s.value("bridge_store_failures_total", labels: [L("store", store.rawValue)]) == Double(index + 1))
+            #expect(s.value("bitchat_bridge_store_failures_total", labels: [L("store", store.rawValue)]) == Double(index + 1))
         }
-        #expect(s.value("bridge_mesh_node_dropped_total", labels: [L("reason", BridgeMetrics.MeshNodeDrop.flushTimeout.label)]) == 4)
-        #expect(s.family("bridge_mesh_node_dropped_total")?.samples.count == BridgeMetrics.MeshNodeDrop.allCases.count)
+        #expect(s.value("bitchat_bridge_mesh_node_dropped_total", labels: [L("reason", BridgeMetrics.MeshNodeDrop.flushTimeout.label)]) == 4)
+        #expect(s.family("bitchat_bridge_mesh_node_dropped_total")?.samples.count == BridgeMetrics.MeshNodeDrop.allCases.count)
     }
 
     @Test("relay figures: events received summed over relays, drops by relay and reason, OK/CLOSED rejections apart")
@@ -171,10 +171,10 @@ struct MetricsCatalogueTests {
         metrics.relays = ["ws://a": a, "ws://b": b]
         let s = metrics.snapshot()
         typealias L = MetricsSnapshot.Label
-        #expect(s.value("bridge_events_received_total") == 8)
-        #expect(s.value("bridge_relay_dropped_total", labels: [L("relay", "ws://a"), L("reason", "stale")]) == 2)
-        #expect(s.value("bridge_relay_rejections_total", labels: [L("relay", "ws://a"), L("message", "ok"), L("reason", "pow")]) == 1)
-        #expect(s.value("bridge_relay_rejections_total", labels: [L("relay", "ws://a"), L("message", "closed"), L("reason", "pow")]) == 4)
+        #expect(s.value("bitchat_bridge_events_received_total") == 8)
+        #expect(s.value("bitchat_bridge_relay_dropped_total", labels: [L("relay", "ws://a"), L("reason", "stale")]) == 2)
+        #expect(s.value("bitchat_bridge_relay_rejections_total", labels: [L("relay", "ws://a"), L("message", "ok"), L("reason", "pow")]) == 1)
+        #expect(s.value("bitchat_bridge_relay_rejections_total", labels: [L("relay", "ws://a"), L("message", "closed"), L("reason", "pow")]) == 4)
     }
 }
 
@@ -221,7 +221,7 @@ struct ContribMetricsTests {
         }
     }
 
-    /// `(metric, labels in its selector {…})` for every `bridge_…` name in an expression.
+    /// `(metric, labels in its selector {…})` for every `bitchat_bridge_…` and `process_…` name in an expression.
     static func uses(_ expression: String) -> [(name: String, labels: [String])] {
         let chars = Array(expression)
         var out: [(String, [String])] = []
@@ -232,7 +232,7 @@ struct ContribMetricsTests {
             var j = i
             while j < chars.count, isName(chars[j]) { j += 1 }
             let word = String(chars[i..<j])
-            if word.hasPrefix("bridge_") {
+            if word.hasPrefix("bitchat_bridge_") || word.hasPrefix("process_") {
                 var labels: [String] = []
                 if j < chars.count, chars[j] == "{", let close = chars[j...].firstIndex(of: "}") {
                     for matcher in String(chars[(j + 1)..<close]).split(separator: ",") {
@@ -254,7 +254,7 @@ struct ContribMetricsTests {
         let catalogue = Dictionary(uniqueKeysWithValues: BridgeMetric.allCases.map { ($0.rawValue, Set($0.labels)) })
         let rules = try Self.ruleExpressions()
         let panels = try Self.dashboardExpressions()
-        #expect(rules.count == 6 && panels.count >= 25, "rules \(rules.count), dashboard targets \(panels.count)")
+        #expect(rules.count == 8 && panels.count >= 25, "rules \(rules.count), dashboard targets \(panels.count)")
         for expression in rules + panels {
             let uses = Self.uses(expression)
             #expect(!uses.isEmpty, "no bridge metric in \(expression)")
@@ -282,12 +282,12 @@ struct ContribMetricsTests {
         let shown = Set((rules + panels).flatMap { Self.uses($0).map(\.name) })
         let dashboardShown = Set(panels.flatMap { Self.uses($0).map(\.name) })
         #expect(dashboardShown == Set(catalogue.keys), "families without a panel: \(Set(catalogue.keys).subtracting(dashboardShown).sorted())")
-        #expect(shown.isSuperset(of: ["bridge_relay_up", "bridge_mesh_peers", "bridge_hidden_total", "bridge_queue_dropped_total"]))
+        #expect(shown.isSuperset(of: ["bitchat_bridge_relay_up", "bitchat_bridge_mesh_peers", "bitchat_bridge_hidden_total", "bitchat_bridge_queue_dropped_total"]))
     }
 
     @Test func theExtractorSeesNamesAndSelectorLabels() {
-        let uses = Self.uses(#"sum by (queue) (rate(bridge_queue_dropped_total{instance=~"$i",queue!="x"}[5m])) / bridge_uptime_seconds"#)
-        #expect(uses.map(\.name) == ["bridge_queue_dropped_total", "bridge_uptime_seconds"])
+        let uses = Self.uses(#"sum by (queue) (rate(bitchat_bridge_queue_dropped_total{instance=~"$i",queue!="x"}[5m])) / bitchat_bridge_uptime_seconds"#)
+        #expect(uses.map(\.name) == ["bitchat_bridge_queue_dropped_total", "bitchat_bridge_uptime_seconds"])
         #expect(uses.first?.labels == ["instance", "queue"])
         #expect(Self.uses("xbridge_foo + up").isEmpty)
     }

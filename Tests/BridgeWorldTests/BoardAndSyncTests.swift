@@ -109,7 +109,7 @@ struct BoardAndSyncTests {
         let sync = await bridge.coordinator.snapshot().sync
         #expect(sync.replyBytes > 0 && sync.replyBytes <= 4_096 && sync.replies[.withheldByBudget] > 0, "\(sync)")
         let metrics = await bridge.runtime.metricsText()
-        #expect(metrics.contains("bridge_sync_replies_total{outcome=\"withheld_by_budget\"} \(sync.replies[.withheldByBudget])"))
+        #expect(metrics.contains("bitchat_bridge_sync_replies_total{outcome=\"withheld_by_budget\"} \(sync.replies[.withheldByBudget])"))
         await site.stop()
     }
 
@@ -149,7 +149,7 @@ struct BoardAndSyncTests {
         #expect(await site.advance(until: { await lateAfter.heardBoard(tombstone, bySync: true, within: 0.05) }, limit: 40_000))
         let served = lateAfter.boardPackets.filter(\.rsr).map(\.payload)
         #expect(served.contains(tombstone) && !served.contains(payload), "bridge B stops serving the deleted post")
-        #expect(await bridgeB.runtime.metricsText().contains("bridge_board_nostr_total{outcome=\"inbound_relayed\"} 2"))
+        #expect(await bridgeB.runtime.metricsText().contains("bitchat_bridge_board_nostr_total{outcome=\"inbound_relayed\"} 2"))
         #expect(listener.boardPackets.filter { !$0.rsr && ($0.payload == payload || $0.payload == tombstone) }.count == 2, "each once")
         await site.stop()
     }

@@ -81,8 +81,8 @@ struct FloodTests {
         #expect(carried - crossed > 0 && carried - crossed < 200, "\(carried - crossed) flood carriers")
         // Every frame reached the bridge's pool; the flood beyond its verification budget was dropped unverified.
         let metrics = try await bridge.metrics()
-        #expect(metrics.total("bridge_relay_frames_received_total") >= Double(Self.floodKeys + Self.lines))
-        #expect(metrics.total("bridge_relay_dropped_total") { $0["reason"] == "over_budget" } > 0)
+        #expect(metrics.total("bitchat_bridge_relay_frames_received_total") >= Double(Self.floodKeys + Self.lines))
+        #expect(metrics.total("bitchat_bridge_relay_dropped_total") { $0["reason"] == "over_budget" } > 0)
         await site.stop()
     }
 
@@ -109,9 +109,9 @@ extension FloodTests {
     ]
 
     /// Issue 14's mesh "Done when": after a 20,000-identity announce flood, established phones' messages and deposits
-    /// still cross (≥ 11 of 12) and `bridge_mesh_peers` returns to the real count. The bridge forgets a silent peer
+    /// still cross (≥ 11 of 12) and `bitchat_bridge_mesh_peers` returns to the real count. The bridge forgets a silent peer
     /// after 30 s here (iPhones announce every 15 ± 4 s, so the phones never go that long; the flood's identities do).
-    @Test("after a 20,000-identity announce flood on island A, established phones' messages and deposits cross (≥ 11 of 12), bridge_mesh_peers returns to the real count, evictions, time-outs and drops are on /metrics by reason")
+    @Test("after a 20,000-identity announce flood on island A, established phones' messages and deposits cross (≥ 11 of 12), bitchat_bridge_mesh_peers returns to the real count, evictions, time-outs and drops are on /metrics by reason")
     func establishedPhonesCrossAfterAnAnnounceFlood() async throws {
         let site = Site(name: "meshflood")
         let relay = try site.relay()
@@ -169,15 +169,15 @@ extension FloodTests {
         let settled = await phones[1].say("still here after the quiet")
         #expect(await bridge.verdict(on: settled)?.kind == .passed)
         let metrics = try await bridge.metrics()
-        let peers = metrics.total("bridge_mesh_peers")
+        let peers = metrics.total("bitchat_bridge_mesh_peers")
         let real = Double(Self.phones + 1)
-        #expect((real - 1...real + 1).contains(peers), "bridge_mesh_peers \(peers) after the peer timeout, the real count is \(real)")
-        let added = metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "added" }
-        let lost = metrics.total("bridge_mesh_peer_events_total") { $0["event"]?.hasPrefix("lost_") == true }
+        #expect((real - 1...real + 1).contains(peers), "bitchat_bridge_mesh_peers \(peers) after the peer timeout, the real count is \(real)")
+        let added = metrics.total("bitchat_bridge_mesh_peer_events_total") { $0["event"] == "added" }
+        let lost = metrics.total("bitchat_bridge_mesh_peer_events_total") { $0["event"]?.hasPrefix("lost_") == true }
         #expect(added - lost == peers, "peer events balance: \(added) added − \(lost) lost = \(peers) in the table")
-        #expect(metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "lost_evicted" } > 0, "evictions by reason")
-        #expect(metrics.total("bridge_mesh_peer_events_total") { $0["event"] == "lost_timeout" } >= 1_000, "the flood's identities timed out")
-        let drops = ["bridge_mesh_transport_dropped_total", "bridge_mesh_ingress_dropped_total", "bridge_mesh_node_dropped_total"]
+        #expect(metrics.total("bitchat_bridge_mesh_peer_events_total") { $0["event"] == "lost_evicted" } > 0, "evictions by reason")
+        #expect(metrics.total("bitchat_bridge_mesh_peer_events_total") { $0["event"] == "lost_timeout" } >= 1_000, "the flood's identities timed out")
+        let drops = ["bitchat_bridge_mesh_transport_dropped_total", "bitchat_bridge_mesh_ingress_dropped_total", "bitchat_bridge_mesh_node_dropped_total"]
             .flatMap { metrics.family($0)?.samples ?? [] }
         #expect(drops.allSatisfy { $0.labels.contains { $0.name == "reason" } }, "every drop series names its reason: \(drops)")
         await site.stop()

@@ -54,9 +54,9 @@ struct PinTests {
         let refusedOnce = try #require(try bridge.identity(record)).pinRefusals
         #expect(refusedOnce >= 1)
         let metrics = try await bridge.metrics()
-        #expect(metrics.total("bridge_identity_pin_refusals_total") > 0, "the refusal on /metrics")
+        #expect(metrics.total("bitchat_bridge_identity_pin_refusals_total") > 0, "the refusal on /metrics")
         for event in ["verified_by_pin", "refused"] {
-            #expect(metrics.total("bridge_mesh_pins_total") { $0["event"] == event } >= 1, "\(event)")
+            #expect(metrics.total("bitchat_bridge_mesh_pins_total") { $0["event"] == event } >= 1, "\(event)")
         }
         #expect(bridge.log.lines.all.filter { $0.message.hasPrefix("announce refused") }.count == 1)
 

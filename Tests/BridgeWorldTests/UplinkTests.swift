@@ -68,14 +68,14 @@ struct UplinkTests {
         let phone = await site.phone("phone", on: [air])
         let gateway = await bridge.peerID
         #expect(await phone.knows(gateway))
-        #expect(await bridge.runtime.metricsText().contains("bridge_relay_up{relay=\"\(relay.url)\"} 1"))
+        #expect(await bridge.runtime.metricsText().contains("bitchat_bridge_relay_up{relay=\"\(relay.url)\"} 1"))
 
         relay.goDown()
         #expect(await bridge.logLine("relay disconnected") != nil)
         let held = try await phone.deposit("said while the relay was down", geohash: "u4pruy", to: gateway)
         #expect(await bridge.verdict(on: held.id.hex)?.kind == .passed)
         let down = await bridge.runtime.metricsText()
-        #expect(down.contains("bridge_queue_depth{queue=\"uplink\"} 1") && down.contains("bridge_relay_up{relay=\"\(relay.url)\"} 0"))
+        #expect(down.contains("bitchat_bridge_queue_depth{queue=\"uplink\"} 1") && down.contains("bitchat_bridge_relay_up{relay=\"\(relay.url)\"} 0"))
 
         await bridge.stop()
         #expect(await bridge.logLine("pending uplinks flushed to the queue store") { $0.jsonLine.contains("\"uplinks.held\":1") } != nil)
@@ -101,7 +101,7 @@ struct UplinkTests {
         relay.comeBack()
         #expect(await bridge.log.lines.count(connects + 1) { $0.message == "relay connected" }.count == connects + 1)
         let metrics = await bridge.runtime.metricsText()
-        #expect(metrics.contains("bridge_relay_reconnects_total{relay=\"\(relay.url)\"} 1") && metrics.contains("bridge_relay_up{relay=\"\(relay.url)\"} 1"), "\(metrics)")
+        #expect(metrics.contains("bitchat_bridge_relay_reconnects_total{relay=\"\(relay.url)\"} 1") && metrics.contains("bitchat_bridge_relay_up{relay=\"\(relay.url)\"} 1"), "\(metrics)")
         await site.stop()
     }
 

@@ -141,7 +141,7 @@ struct MeshNodeTests {
 
     /// A consumer that falls behind loses actions (the buffer is bounded); when a lost one was a peer change,
     /// the node offers the whole table again (every second while there is no room), so the consumer's peer view (the bridge's
-    /// `bridge_mesh_peers`, its island's bridges) cannot stay wrong. Seen in CI: 247 actions dropped in a
+    /// `bitchat_bridge_mesh_peers`, its island's bridges) cannot stay wrong. Seen in CI: 247 actions dropped in a
     /// 20,000-identity flood left the gauge at 90 with 13 peers in the table.
     @Test(.timeLimit(.minutes(2)))
     func droppedPeerChangesAreRepairedByAResync() async throws {

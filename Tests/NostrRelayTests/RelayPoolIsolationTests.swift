@@ -314,7 +314,7 @@ struct RelayPoolIsolationTests {
         _ = receive(&core, ids[0], Self.frame(Self.event(3, createdAt: Self.unix - 900)))
         #expect(core.waitingJobs == 1)
         #expect(core.stats(Self.a)?.drops.counts == [.stale: 1, .future: 1])
-        // Every EVENT that parsed counts as received, dropped or not (`bridge_events_received_total`);
+        // Every EVENT that parsed counts as received, dropped or not (`bitchat_bridge_events_received_total`);
         // an EVENT whose event does not parse is a malformed frame, and an EOSE is no event: neither counts.
         _ = receive(&core, ids[0], Array(#"["EVENT","s",{"id":1}]"#.utf8))
         _ = receive(&core, ids[0], Array(#"["EOSE","s"]"#.utf8))

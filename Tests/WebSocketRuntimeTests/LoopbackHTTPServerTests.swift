@@ -57,7 +57,7 @@ struct LoopbackHTTPServerTests {
         #expect(starting.body.contains("starting"))
 
         var metrics = MetricsSnapshot()
-        metrics.counter("bridge_forwarded_total", "Forwarded.", labels: [.init("direction", "down\"link")], 7)
+        metrics.counter("bitchat_bridge_forwarded_total", "Forwarded.", labels: [.init("direction", "down\"link")], 7)
         board.publish(health: HealthReport(checks: [.init(name: "relays", ok: true, detail: "1 of 1 connected")]), metrics: metrics)
         let ok = try await pythonFetch(base + "/healthz")
         #expect(ok.status == 200)
@@ -72,7 +72,7 @@ struct LoopbackHTTPServerTests {
         let scraped = try await pythonFetch(base + "/metrics")
         #expect(scraped.status == 200)
         #expect(scraped.contentType == PrometheusText.contentType)
-        #expect(scraped.body.contains(#"bridge_forwarded_total{direction="down\"link"} 7"#))
+        #expect(scraped.body.contains(#"bitchat_bridge_forwarded_total{direction="down\"link"} 7"#))
         #expect(try PrometheusText.parse(scraped.body) == metrics)
 
         #expect(try await pythonFetch(base + "/nope").status == 404)
@@ -82,7 +82,7 @@ struct LoopbackHTTPServerTests {
     @Test("a body larger than one write chunk arrives whole")
     func largeBody() async throws {
         var metrics = MetricsSnapshot()
-        for i in 0..<3_000 { metrics.gauge("bridge_queue_depth", "Depth.", labels: [.init("queue", "q\(i)")], Double(i)) }
+        for i in 0..<3_000 { metrics.gauge("bitchat_bridge_queue_depth", "Depth.", labels: [.init("queue", "q\(i)")], Double(i)) }
         let rendered = PrometheusText.render(metrics)
         #expect(rendered.utf8.count > 4 * LoopbackHTTPServer.Limits.writeChunkBytes)
         let board = StatusBoard(maxAge: .seconds(30), now: { ContinuousClock.now })
@@ -173,11 +173,11 @@ struct LoopbackHTTPServerTests {
         TestEnvironment.needsVenv)
     func officialParser() async throws {
         var metrics = MetricsSnapshot()
-        metrics.counter("bridge_hidden_total", "Hidden by rule.\nSecond line \\ backslash.",
+        metrics.counter("bitchat_bridge_hidden_total", "Hidden by rule.\nSecond line \\ backslash.",
                         labels: [.init("direction", "uplink"), .init("rule", "rate \"burst\"\n\\x é")], 3)
-        metrics.gauge("bridge_mesh_peers", "Peers.", 2.5)
-        metrics.gauge("bridge_queue_depth", "Depth.", labels: [.init("queue", "relay:wss://a.example/?x=1")], 0)
-        metrics.declare("bridge_deposits_total", "Nothing yet.", kind: .counter)
+        metrics.gauge("bitchat_bridge_mesh_peers", "Peers.", 2.5)
+        metrics.gauge("bitchat_bridge_queue_depth", "Depth.", labels: [.init("queue", "relay:wss://a.example/?x=1")], 0)
+        metrics.declare("bitchat_bridge_deposits_total", "Nothing yet.", kind: .counter)
         let board = StatusBoard(maxAge: .seconds(30), now: { ContinuousClock.now })
         board.publish(health: HealthReport(checks: []), metrics: metrics)
         let server = LoopbackHTTPServer(host: "127.0.0.1", port: 0, responder: board.response(method:path:))
@@ -201,14 +201,14 @@ struct LoopbackHTTPServerTests {
         #expect(try await child.waitForExit(timeout: .seconds(30)) == 0, "\(child.transcript)")
         let samples = try #require(try JSONParser().parse(try FileIO.read(resultFile)).arrayValue)
         #expect(samples.count == 3)
-        let hidden = try #require(samples.first { $0["name"] == .string("bridge_hidden_total") })
+        let hidden = try #require(samples.first { $0["name"] == .string("bitchat_bridge_hidden_total") })
         #expect(hidden["type"] == .string("counter"))
         #expect(hidden["doc"] == .string("Hidden by rule.\nSecond line \\ backslash."))
         #expect(hidden["labels"]?["rule"] == .string("rate \"burst\"\n\\x é"))
         #expect(hidden["value"]?.numberValue == 3)
-        let peers = try #require(samples.first { $0["name"] == .string("bridge_mesh_peers") })
+        let peers = try #require(samples.first { $0["name"] == .string("bitchat_bridge_mesh_peers") })
         #expect(peers["type"] == .string("gauge") && peers["value"]?.numberValue == 2.5)
-        let queue = try #require(samples.first { $0["name"] == .string("bridge_queue_depth") })
+        let queue = try #require(samples.first { $0["name"] == .string("bitchat_bridge_queue_depth") })
         #expect(queue["labels"]?["queue"] == .string("relay:wss://a.example/?x=1"))
     }
 }

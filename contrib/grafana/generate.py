@@ -30,47 +30,57 @@ def panel(title, targets, kind="timeseries", unit="short", description=""):
 rate = lambda m, by: f"sum by ({by}) (rate({m}{SEL}[$__rate_interval])) * 60"
 
 rows = [
+    ("Health and process", [
+        panel("Health, per component", [target(f"min by (component) (bitchat_bridge_health{SEL})", "{{component}}")], kind="stat",
+              description="1 while the component passes its /healthz check (bitchat_bridge_health)."),
+        panel("Build", [target(f"max by (version, commit) (bitchat_bridge_build_info{SEL})", "{{version}} {{commit}}")], kind="stat",
+              description="The release and commit running (bitchat_bridge_build_info)."),
+        panel("CPU, cores", [target(f"sum(rate(process_cpu_seconds_total{SEL}[$__rate_interval]))", "cpu")], unit="none"),
+        panel("Resident memory", [target(f"sum(process_resident_memory_bytes{SEL})", "resident")], unit="bytes"),
+        panel("File descriptors", [target(f"sum(process_open_fds{SEL})", "open"), target(f"sum(process_max_fds{SEL})", "max")]),
+        panel("Started", [target(f"max(process_start_time_seconds{SEL}) * 1000", "started")], kind="stat", unit="dateTimeAsIso"),
+    ]),
     ("Traffic", [
-        panel("Forwarded per minute, by direction", [target(rate("bridge_forwarded_total", "direction"), "{{direction}}")],
-              unit="short", description="Messages carried across (bridge_forwarded_total)."),
+        panel("Forwarded per minute, by direction", [target(rate("bitchat_bridge_forwarded_total", "direction"), "{{direction}}")],
+              unit="short", description="Messages carried across (bitchat_bridge_forwarded_total)."),
         panel("Hidden per minute, by direction and rule",
-              [target(rate("bridge_hidden_total", "direction, rule"), "{{direction}} {{rule}}")],
-              description="Block list (rule=blocked) and spam filter hides (bridge_hidden_total)."),
-        panel("Mesh relay gate per minute, by outcome", [target(rate("bridge_mesh_relay_gate_total", "outcome"), "{{outcome}}")]),
+              [target(rate("bitchat_bridge_hidden_total", "direction, rule"), "{{direction}} {{rule}}")],
+              description="Block list (rule=blocked) and spam filter hides (bitchat_bridge_hidden_total)."),
+        panel("Mesh relay gate per minute, by outcome", [target(rate("bitchat_bridge_mesh_relay_gate_total", "outcome"), "{{outcome}}")]),
         panel("Deposits per minute", [
-            target(f"sum(rate(bridge_deposits_total{SEL}[$__rate_interval])) * 60", "accepted"),
-            target(rate("bridge_deposits_dropped_total", "reason"), "dropped {{reason}}")]),
-        panel("Presence published per minute", [target(rate("bridge_presence_sent_total", "kind"), "{{kind}}")]),
-        panel("Carriers dropped per minute", [target(rate("bridge_carriers_dropped_total", "reason"), "{{reason}}")]),
+            target(f"sum(rate(bitchat_bridge_deposits_total{SEL}[$__rate_interval])) * 60", "accepted"),
+            target(rate("bitchat_bridge_deposits_dropped_total", "reason"), "dropped {{reason}}")]),
+        panel("Presence published per minute", [target(rate("bitchat_bridge_presence_sent_total", "kind"), "{{kind}}")]),
+        panel("Carriers dropped per minute", [target(rate("bitchat_bridge_carriers_dropped_total", "reason"), "{{reason}}")]),
     ]),
     ("Nostr relays", [
-        panel("Relays up", [target(f"sum(bridge_relay_up{SEL})", "up"), target(f"count(bridge_relay_up{SEL})", "configured")],
+        panel("Relays up", [target(f"sum(bitchat_bridge_relay_up{SEL})", "up"), target(f"count(bitchat_bridge_relay_up{SEL})", "configured")],
               kind="stat"),
-        panel("Relay up, per relay", [target(f"bridge_relay_up{SEL}", "{{relay}}")]),
-        panel("Relay state", [target(f'sum by (state) (bridge_relay_state{SEL})', "{{state}}")]),
-        panel("Reconnects per minute", [target(rate("bridge_relay_reconnects_total", "relay"), "{{relay}}")]),
+        panel("Relay up, per relay", [target(f"bitchat_bridge_relay_up{SEL}", "{{relay}}")]),
+        panel("Relay state", [target(f'sum by (state) (bitchat_bridge_relay_state{SEL})', "{{state}}")]),
+        panel("Reconnects per minute", [target(rate("bitchat_bridge_relay_reconnects_total", "relay"), "{{relay}}")]),
         panel("Events per minute", [
-            target(f"sum(rate(bridge_events_received_total{SEL}[$__rate_interval])) * 60", "received"),
-            target(f"sum(rate(bridge_events_verified_total{SEL}[$__rate_interval])) * 60", "verified"),
-            target(rate("bridge_events_rejected_total", "reason"), "rejected {{reason}}"),
-            target(rate("bridge_events_dropped_total", "reason"), "dropped {{reason}}")]),
+            target(f"sum(rate(bitchat_bridge_events_received_total{SEL}[$__rate_interval])) * 60", "received"),
+            target(f"sum(rate(bitchat_bridge_events_verified_total{SEL}[$__rate_interval])) * 60", "verified"),
+            target(rate("bitchat_bridge_events_rejected_total", "reason"), "rejected {{reason}}"),
+            target(rate("bitchat_bridge_events_dropped_total", "reason"), "dropped {{reason}}")]),
     ]),
     ("Mesh", [
-        panel("Mesh peers and links", [target(f"sum(bridge_mesh_peers{SEL})", "peers"),
-                                       target(f"sum(bridge_mesh_links{SEL})", "links")]),
-        panel("Stranger cache", [target(f"sum(bridge_stranger_cache_entries{SEL})", "entries"),
-                                 target(f"sum(rate(bridge_stranger_cache_evictions_total{SEL}[$__rate_interval])) * 60",
+        panel("Mesh peers and links", [target(f"sum(bitchat_bridge_mesh_peers{SEL})", "peers"),
+                                       target(f"sum(bitchat_bridge_mesh_links{SEL})", "links")]),
+        panel("Stranger cache", [target(f"sum(bitchat_bridge_stranger_cache_entries{SEL})", "entries"),
+                                 target(f"sum(rate(bitchat_bridge_stranger_cache_evictions_total{SEL}[$__rate_interval])) * 60",
                                         "evicted/min")]),
         panel("Pin refusals per minute", [
-            target(f"sum(rate(bridge_identity_pin_refusals_total{SEL}[$__rate_interval])) * 60", "refused")]),
+            target(f"sum(rate(bitchat_bridge_identity_pin_refusals_total{SEL}[$__rate_interval])) * 60", "refused")]),
     ]),
     ("Queues and storage", [
-        panel("Queue depth", [target(f"sum by (queue) (bridge_queue_depth{SEL})", "{{queue}}")]),
-        panel("Queue drops per minute", [target(rate("bridge_queue_dropped_total", "queue"), "{{queue}}")]),
-        panel("Store failures per minute", [target(rate("bridge_store_failures_total", "store"), "{{store}}")]),
-        panel("Blocked keys", [target(f"sum(bridge_blocked_keys{SEL})", "blocked")], kind="stat"),
-        panel("Moderation log records", [target(f"sum(bridge_moderation_log_records{SEL})", "records")], kind="stat"),
-        panel("Uptime", [target(f"max(bridge_uptime_seconds{SEL})", "uptime")], kind="stat", unit="s"),
+        panel("Queue depth", [target(f"sum by (queue) (bitchat_bridge_queue_depth{SEL})", "{{queue}}")]),
+        panel("Queue drops per minute", [target(rate("bitchat_bridge_queue_dropped_total", "queue"), "{{queue}}")]),
+        panel("Store failures per minute", [target(rate("bitchat_bridge_store_failures_total", "store"), "{{store}}")]),
+        panel("Blocked keys", [target(f"sum(bitchat_bridge_blocked_keys{SEL})", "blocked")], kind="stat"),
+        panel("Moderation log records", [target(f"sum(bitchat_bridge_moderation_log_records{SEL})", "records")], kind="stat"),
+        panel("Uptime", [target(f"max(bitchat_bridge_uptime_seconds{SEL})", "uptime")], kind="stat", unit="s"),
     ]),
 ]
 
@@ -82,7 +92,7 @@ def catalogue():
     table = readme.split("<!-- metrics-table")[1].split("<!-- /metrics-table -->")[0]
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 3 and cells[0].startswith("`bridge_"):
+        if len(cells) >= 3 and cells[0].startswith(("`bitchat_bridge_", "`process_")):
             labels = [] if cells[2] in ("—", "-", "") else [l.strip() for l in cells[2].split(",")]
             yield cells[0].strip("`"), cells[1], labels
 
@@ -99,13 +109,13 @@ for name, kind, labels in catalogue():
     if kind == "counter":
         expr = f"sum by ({by}) (rate({name}{SEL}[$__rate_interval])) * 60" if labels else \
             f"sum(rate({name}{SEL}[$__rate_interval])) * 60"
-        title = name.removeprefix("bridge_").removesuffix("_total").replace("_", " ") + " per minute"
+        title = name.removeprefix("bitchat_bridge_").removesuffix("_total").replace("_", " ") + " per minute"
     else:
         expr = f"sum by ({by}) ({name}{SEL})" if labels else f"sum({name}{SEL})"
-        title = name.removeprefix("bridge_").replace("_", " ")
-    group = ("Mesh engine and transport" if name.startswith("bridge_mesh_") else
-             "Relay details" if name.startswith("bridge_relay_") else
-             "Sync and board" if name.startswith(("bridge_sync_", "bridge_board_")) else "More")
+        title = name.removeprefix("bitchat_bridge_").replace("_", " ")
+    group = ("Mesh engine and transport" if name.startswith("bitchat_bridge_mesh_") else
+             "Relay details" if name.startswith("bitchat_bridge_relay_") else
+             "Sync and board" if name.startswith(("bitchat_bridge_sync_", "bitchat_bridge_board_")) else "More")
     detail_rows[group].append(panel(title[0].upper() + title[1:], [target(expr, legend)], description=f"{name}"))
 rows += [(title, group) for title, group in detail_rows.items() if group]
 
@@ -140,8 +150,8 @@ dashboard = {
         {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
         {"name": "instance", "type": "query", "label": "Bridge", "multi": True, "includeAll": True,
          "datasource": {"type": "prometheus", "uid": "${datasource}"},
-         "query": {"query": "label_values(bridge_uptime_seconds, instance)", "refId": "instance"},
-         "definition": "label_values(bridge_uptime_seconds, instance)", "refresh": 2, "allValue": ".*"},
+         "query": {"query": "label_values(bitchat_bridge_uptime_seconds, instance)", "refId": "instance"},
+         "definition": "label_values(bitchat_bridge_uptime_seconds, instance)", "refresh": 2, "allValue": ".*"},
     ]},
     "annotations": {"list": []},
     "panels": panels,

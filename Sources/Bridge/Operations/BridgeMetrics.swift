@@ -14,73 +14,83 @@ import BridgeCore
 /// table is checked against this list by a test.
 public enum BridgeMetric: String, CaseIterable, Sendable {
     // Relays (label `relay` = a configured URL: bounded by the configuration).
-    case relayUp = "bridge_relay_up"
-    case relayAnswering = "bridge_relay_answering"
-    case relayState = "bridge_relay_state"
-    case relayReconnects = "bridge_relay_reconnects_total"
-    case relayFramesReceived = "bridge_relay_frames_received_total"
-    case relayEventsDelivered = "bridge_relay_events_delivered_total"
-    case relayDuplicates = "bridge_relay_duplicates_total"
-    case relayDropped = "bridge_relay_dropped_total"
-    case relayConnectFailures = "bridge_relay_connect_failures_total"
-    case relayConnectionsLost = "bridge_relay_connections_lost_total"
-    case relayRejections = "bridge_relay_rejections_total"
+    case relayUp = "bitchat_bridge_relay_up"
+    case relayAnswering = "bitchat_bridge_relay_answering"
+    case relayState = "bitchat_bridge_relay_state"
+    case relayReconnects = "bitchat_bridge_relay_reconnects_total"
+    case relayFramesReceived = "bitchat_bridge_relay_frames_received_total"
+    case relayEventsDelivered = "bitchat_bridge_relay_events_delivered_total"
+    case relayDuplicates = "bitchat_bridge_relay_duplicates_total"
+    case relayDropped = "bitchat_bridge_relay_dropped_total"
+    case relayConnectFailures = "bitchat_bridge_relay_connect_failures_total"
+    case relayConnectionsLost = "bitchat_bridge_relay_connections_lost_total"
+    case relayRejections = "bitchat_bridge_relay_rejections_total"
     // Events from relays, all relays together.
-    case eventsReceived = "bridge_events_received_total"
-    case eventsVerified = "bridge_events_verified_total"
-    case eventsRejected = "bridge_events_rejected_total"
-    case eventsDropped = "bridge_events_dropped_total"
+    case eventsReceived = "bitchat_bridge_events_received_total"
+    case eventsVerified = "bitchat_bridge_events_verified_total"
+    case eventsRejected = "bitchat_bridge_events_rejected_total"
+    case eventsDropped = "bitchat_bridge_events_dropped_total"
     // The bridge's own judgement and queues.
-    case forwarded = "bridge_forwarded_total"
-    case hidden = "bridge_hidden_total"
-    case deposits = "bridge_deposits_total"
-    case depositsDropped = "bridge_deposits_dropped_total"
-    case carriersDropped = "bridge_carriers_dropped_total"
-    case presenceSent = "bridge_presence_sent_total"
-    case queueDepth = "bridge_queue_depth"
-    case queueDropped = "bridge_queue_dropped_total"
+    case forwarded = "bitchat_bridge_forwarded_total"
+    case hidden = "bitchat_bridge_hidden_total"
+    case deposits = "bitchat_bridge_deposits_total"
+    case depositsDropped = "bitchat_bridge_deposits_dropped_total"
+    case carriersDropped = "bitchat_bridge_carriers_dropped_total"
+    case presenceSent = "bitchat_bridge_presence_sent_total"
+    case queueDepth = "bitchat_bridge_queue_depth"
+    case queueDropped = "bitchat_bridge_queue_dropped_total"
     // The mesh transport (radio hub connections or BlueZ).
-    case meshUp = "bridge_mesh_up"
-    case meshLinks = "bridge_mesh_links"
-    case meshFramesReceived = "bridge_mesh_frames_received_total"
-    case meshTransportDropped = "bridge_mesh_transport_dropped_total"
-    case meshLinkDropped = "bridge_mesh_link_dropped_total"
-    case meshReconnects = "bridge_mesh_reconnects_total"
+    case meshUp = "bitchat_bridge_mesh_up"
+    case meshLinks = "bitchat_bridge_mesh_links"
+    case meshFramesReceived = "bitchat_bridge_mesh_frames_received_total"
+    case meshTransportDropped = "bitchat_bridge_mesh_transport_dropped_total"
+    case meshLinkDropped = "bitchat_bridge_mesh_link_dropped_total"
+    case meshReconnects = "bitchat_bridge_mesh_reconnects_total"
     // The mesh engine (``MeshCounters``) and node.
-    case meshPeers = "bridge_mesh_peers"
-    case meshPeerEvents = "bridge_mesh_peer_events_total"
-    case meshPins = "bridge_mesh_pins_total"
-    case meshPacketsReceived = "bridge_mesh_packets_received_total"
-    case meshPacketsOriginated = "bridge_mesh_packets_originated_total"
-    case meshIngressDropped = "bridge_mesh_ingress_dropped_total"
-    case meshDecodeRejected = "bridge_mesh_decode_rejected_total"
-    case meshVerificationFailed = "bridge_mesh_verification_failed_total"
-    case meshFragments = "bridge_mesh_fragments_total"
-    case meshCarriersRejected = "bridge_mesh_carriers_rejected_total"
-    case meshDedup = "bridge_mesh_dedup_total"
-    case meshRelayed = "bridge_mesh_relayed_total"
-    case meshRelayGate = "bridge_mesh_relay_gate_total"
-    case meshTransmit = "bridge_mesh_transmit_total"
-    case meshNodeDropped = "bridge_mesh_node_dropped_total"
+    case meshPeers = "bitchat_bridge_mesh_peers"
+    case meshPeerEvents = "bitchat_bridge_mesh_peer_events_total"
+    case meshPins = "bitchat_bridge_mesh_pins_total"
+    case meshPacketsReceived = "bitchat_bridge_mesh_packets_received_total"
+    case meshPacketsOriginated = "bitchat_bridge_mesh_packets_originated_total"
+    case meshIngressDropped = "bitchat_bridge_mesh_ingress_dropped_total"
+    case meshDecodeRejected = "bitchat_bridge_mesh_decode_rejected_total"
+    case meshVerificationFailed = "bitchat_bridge_mesh_verification_failed_total"
+    case meshFragments = "bitchat_bridge_mesh_fragments_total"
+    case meshCarriersRejected = "bitchat_bridge_mesh_carriers_rejected_total"
+    case meshDedup = "bitchat_bridge_mesh_dedup_total"
+    case meshRelayed = "bitchat_bridge_mesh_relayed_total"
+    case meshRelayGate = "bitchat_bridge_mesh_relay_gate_total"
+    case meshTransmit = "bitchat_bridge_mesh_transmit_total"
+    case meshNodeDropped = "bitchat_bridge_mesh_node_dropped_total"
     // Identities and stores.
-    case strangerCacheEntries = "bridge_stranger_cache_entries"
-    case strangerCacheEvictions = "bridge_stranger_cache_evictions_total"
-    case pinRefusals = "bridge_identity_pin_refusals_total"
-    case blockedKeys = "bridge_blocked_keys"
-    case moderationLogRecords = "bridge_moderation_log_records"
-    case storeFailures = "bridge_store_failures_total"
-    case syncRequests = "bridge_sync_requests_total"
-    case syncReplies = "bridge_sync_replies_total"
-    case syncReplyBytes = "bridge_sync_reply_bytes_total"
-    case boardPackets = "bridge_board_packets_total"
-    case fleetLists = "bridge_fleet_lists_total"
-    case boardNostr = "bridge_board_nostr_total"
-    case uptime = "bridge_uptime_seconds"
+    case strangerCacheEntries = "bitchat_bridge_stranger_cache_entries"
+    case strangerCacheEvictions = "bitchat_bridge_stranger_cache_evictions_total"
+    case pinRefusals = "bitchat_bridge_identity_pin_refusals_total"
+    case blockedKeys = "bitchat_bridge_blocked_keys"
+    case moderationLogRecords = "bitchat_bridge_moderation_log_records"
+    case storeFailures = "bitchat_bridge_store_failures_total"
+    case syncRequests = "bitchat_bridge_sync_requests_total"
+    case syncReplies = "bitchat_bridge_sync_replies_total"
+    case syncReplyBytes = "bitchat_bridge_sync_reply_bytes_total"
+    case boardPackets = "bitchat_bridge_board_packets_total"
+    case fleetLists = "bitchat_bridge_fleet_lists_total"
+    case boardNostr = "bitchat_bridge_board_nostr_total"
+    case uptime = "bitchat_bridge_uptime_seconds"
+    // What runs, and whether it is well (issue 23).
+    case buildInfo = "bitchat_bridge_build_info"
+    case health = "bitchat_bridge_health"
+    // The process, under the names every Prometheus client library uses (no application prefix, by convention).
+    case processCPUSeconds = "process_cpu_seconds_total"
+    case processResidentMemory = "process_resident_memory_bytes"
+    case processStartTime = "process_start_time_seconds"
+    case processOpenFDs = "process_open_fds"
+    case processMaxFDs = "process_max_fds"
 
     public var kind: MetricsSnapshot.Kind {
         switch self {
         case .relayUp, .relayAnswering, .relayState, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
-            .blockedKeys, .moderationLogRecords, .uptime:
+            .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
+            .processOpenFDs, .processMaxFDs:
             .gauge
         default: .counter
         }
@@ -110,6 +120,8 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .meshRelayed, .meshRelayGate: ["outcome"]
         case .storeFailures: ["store"]
         case .syncRequests, .syncReplies, .boardPackets, .fleetLists, .boardNostr: ["outcome"]
+        case .buildInfo: ["version", "commit"]
+        case .health: ["component"]
         default: []
         }
     }
@@ -173,6 +185,13 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .fleetLists: "Fleet lists (operator-signed NIP-51 sets) offered, by outcome: applied, older, ignored_author, other_site, invalid."
         case .boardNostr: "Board posts and tombstones between the board and Nostr: kind-1 copy published, skipped (author bridged it, or not bridged), kind 5 sent, failed; carried in from another island's copy (inbound_*: relayed, stored for sync only, duplicate, hidden, rejected, undecodable, bad_signature, wrong_geohash)."
         case .uptime: "Seconds since the bridge started."
+        case .buildInfo: "1, labelled with the release (version) and the commit it was built from (unknown unless the build stamped it)."
+        case .health: "1 while the component passes its /healthz check (relays: one answering; mesh: the transport up), else 0."
+        case .processCPUSeconds: "User and system CPU time the process spent, seconds."
+        case .processResidentMemory: "Resident memory of the process, bytes."
+        case .processStartTime: "When the process started, seconds since the Unix epoch."
+        case .processOpenFDs: "Open file descriptors of the process."
+        case .processMaxFDs: "The process's limit on open file descriptors."
         }
     }
 }
@@ -251,6 +270,12 @@ public struct BridgeMetrics: Sendable, Equatable {
     /// `BoardNostrOutcome` label → count.
     public var boardNostr: [String: Int] = [:]
     public var uptimeSeconds = 0.0
+    /// The release and the commit it was built from.
+    public var build = BuildInfo(version: "", commit: "")
+    /// Each /healthz check by name: whether it passes.
+    public var health: [String: Bool] = [:]
+    /// The process's own figures (nil where /proc could not be read).
+    public var process: ProcessFigures?
 
     /// The `queue` label of ``BridgeMetric/queueDepth`` and ``BridgeMetric/queueDropped``: each queue's name is
     /// chosen here and nowhere else.
@@ -283,6 +308,16 @@ public struct BridgeMetrics: Sendable, Equatable {
     public enum MeshNodeDrop: String, CounterKey, CaseIterable {
         case actions, transmits, inputs
         case flushTimeout = "flush_timeout"
+    }
+
+    public struct BuildInfo: Equatable, Sendable {
+        public var version: String
+        public var commit: String
+
+        public init(version: String, commit: String) {
+            self.version = version
+            self.commit = commit
+        }
     }
 
     public struct HiddenKey: Hashable, Sendable {
@@ -350,6 +385,15 @@ public struct BridgeMetrics: Sendable, Equatable {
         writeMesh(&writer)
         writeStores(&writer)
         writer.add(.uptime, [], uptimeSeconds)
+        writer.add(.buildInfo, [build.version, build.commit], 1)
+        for (component, ok) in health.sorted(by: { $0.key < $1.key }) { writer.add(.health, [component], ok ? 1 : 0) }
+        if let process {
+            writer.add(.processCPUSeconds, [], process.cpuSeconds)
+            writer.add(.processResidentMemory, [], process.residentBytes)
+            writer.add(.processStartTime, [], process.startTime)
+            writer.add(.processOpenFDs, [], process.openFDs)
+            writer.add(.processMaxFDs, [], process.maxFDs)
+        }
         return writer.snapshot
     }
 
