@@ -106,8 +106,11 @@ public struct BridgeCounters: Sendable, Equatable {
     public var relayDrops = Tally<RelayDrop>()
     /// Hidden (or, in shadow mode, would-be-hidden does not count here) messages by direction and rule.
     public var hidden = Tally<HiddenKey>()
-    /// Downlinks broadcast on the mesh, by queue.
+    /// Downlinks broadcast on the mesh, by queue: every form of a message (its carrier on each level, the
+    /// mirror line) counts (`bitchat_bridge_downlink_forms_total`).
     public var broadcasts = Tally<DownlinkQueue>()
+    /// Channel messages put on the mesh, each once however many forms it took.
+    public var downlinkedMessages = 0
     /// Downlinks the scheduler dropped to make room (a full queue or a sender's own backlog), by lane kind.
     public var downlinkQueueDrops = Tally<DownlinkQueue>()
     /// Deposits accepted (published, or held while no relay is connected).
@@ -147,7 +150,7 @@ public struct BridgeCounters: Sendable, Equatable {
     /// Messages carried across, by direction (the `bitchat_bridge_forwarded_total` series).
     public func forwarded(_ direction: BridgeRouter.Direction) -> Int {
         switch direction {
-        case .nostrToMesh: broadcasts.total
+        case .nostrToMesh: downlinkedMessages
         case .meshToNostr: published + mirrored
         }
     }

@@ -118,6 +118,9 @@ public struct BridgeRouter {
     public let settings: Settings
     public private(set) var judge: BridgeJudge
     var loop: LoopGuard<EventID, XOnlyPublicKey>
+    /// Channel events of which a form (a carrier on some level, the ring's, the mirror line) went on the mesh:
+    /// `forwarded_total` counts a message once however many forms it took (bounded like the loop rules' sets).
+    var downlinkedEvents = BoundedSet<EventID>(capacity: LoopGuard<EventID, XOnlyPublicKey>.Limits.maxTrackedEventIDs)
     /// Everything put on the mesh from Nostr, under one airtime budget (``AirtimeScheduler``).
     var downlinks: AirtimeScheduler<DownlinkKey, DownlinkLane, XOnlyPublicKey, PendingDownlink>
     /// The served channel geohashes (``Settings/servedChannels``), for the relay-event scope check.
@@ -363,6 +366,7 @@ public struct BridgeRouter {
             }
             actions.append(.broadcast(sent.item.downlink, eventID: id))
             counters.broadcasts.add(sent.lane.queue)
+            if downlinkedEvents.insert(id).inserted { counters.downlinkedMessages += 1 }
         }
         actions += presence(now: now, force: false)
         actions += channelPresence(now: now, force: false)

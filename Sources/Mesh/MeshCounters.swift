@@ -145,8 +145,12 @@ public enum MeshRelayOutcome: String, CounterKey, CaseIterable {
 
 /// The bridge's relay gate (``RelayGate``): public messages held for the owner's verdict.
 public enum MeshRelayGateOutcome: String, CounterKey, CaseIterable {
+    /// The judgement passed it: relayed.
     case released
-    case withheld
+    /// The judgement hid it: never relayed (issue 23: this was `withheld`, which the README uses for a verdict
+    /// that never came).
+    case hidden
+    /// No verdict within the gate's 5 s: withheld (every other peer in range still relays it).
     case expired
     case overflow
     case cachedRelay = "cached_relay"
@@ -188,10 +192,10 @@ public enum MeshTransmitEvent: String, CounterKey, CaseIterable {
     case signFailed = "sign_failed"
 }
 
-/// Packet types as counter keys (`rx`, `originated`); unknown types are labelled by their hex value, so the
-/// family has at most 256 keys.
+/// Packet types as counter keys (`rx`, `originated`); every unknown type is labelled `unknown` (issue 23: a
+/// label per hex value let garbage frames make up to 256 series).
 extension MessageType: CounterKey {
-    public var label: String { name ?? "0x" + String(rawValue, radix: 16) }
+    public var label: String { name ?? "unknown" }
 }
 
 /// Everything the engine counts, as typed families. Read a count with e.g.

@@ -203,7 +203,7 @@ public struct MeshPeerEngine {
                 counters.relayGate.add(.released)
                 relay(held.packet, from: held.ingress, now: now, random: &random, into: &actions)
             } else {
-                counters.relayGate.add(.withheld)
+                counters.relayGate.add(.hidden)
             }
         case .replacePins(let loaded):
             pinBook.replace(with: loaded, keeping: table.peers)

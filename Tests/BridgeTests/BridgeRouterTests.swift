@@ -52,6 +52,18 @@ struct BridgeRouterTests {
         actions.compactMap { if case .publish(let e) = $0 { return e } else { return nil } }
     }
 
+    @Test("one message counts once in forwarded_total however many forms it takes (carrier and mirror line); its forms count by queue")
+    func forwardedOnce() throws {
+        var r = router(mirror: true)
+        let e = event(alice, tags: [["g", "u4pruy"], ["n", "alice"]])
+        _ = r.relayEvent(e, now: Self.now, random: 0.5)
+        var sent: [EventID] = []
+        for step in 1...30 { sent += broadcasts(r.tick(now: Self.now + Double(step))) }
+        #expect(sent == [e.id, e.id], "a carrier and a mirror line")
+        #expect(r.counters.broadcasts.total == 2 && r.counters.forwarded(.nostrToMesh) == 1)
+        #expect(r.counters.broadcasts.byLabel == ["gateway": 1, "mirror": 1])
+    }
+
     @Test("channel event → fromGateway carrier after the hold, remembered before it is sent")
     func channelDownlink() throws {
         var r = router()

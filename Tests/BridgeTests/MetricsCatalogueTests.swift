@@ -97,11 +97,13 @@ struct MetricsCatalogueTests {
         mesh.carrier.add(.uplinkNotDirected)
         mesh.dedup.add(MeshDedupEvent(.duplicate, .unverified), 5)
         mesh.relay.add(.refusedRejected)
-        mesh.relayGate.add(.withheld, 3)
+        mesh.relayGate.add(.hidden, 3)
         mesh.peers.add(.added, 4000)
         mesh.peers.add(.lostEvicted, 1950)
         mesh.pins.add(.refused, 2)
         mesh.received.add(.announce, 4000)
+        // Garbage types: one `unknown` series however many values (not a series per hex value).
+        for raw: UInt8 in [0x7d, 0x7e, 0x7f] { mesh.received.add(MessageType(rawValue: raw), 2) }
         mesh.originated.add(.announce)
         mesh.transmit.add(.fragmented)
         return mesh
@@ -124,9 +126,11 @@ struct MetricsCatalogueTests {
         #expect(s.value("bitchat_bridge_mesh_ingress_dropped_total", labels: [L("reason", "clock_skew")]) == 1)
         #expect(s.value("bitchat_bridge_mesh_decode_rejected_total", labels: [L("stage", "fragment"), L("reason", "invalidValue.fragmentTotal")]) == 2)
         #expect(s.value("bitchat_bridge_mesh_dedup_total", labels: [L("kind", "duplicate"), L("pool", "unverified")]) == 5)
-        #expect(s.value("bitchat_bridge_mesh_relay_gate_total", labels: [L("outcome", "withheld")]) == 3)
+        #expect(s.value("bitchat_bridge_mesh_relay_gate_total", labels: [L("outcome", "hidden")]) == 3)
         #expect(s.value("bitchat_bridge_mesh_peer_events_total", labels: [L("event", "lost_evicted")]) == 1950)
         #expect(s.value("bitchat_bridge_mesh_packets_received_total", labels: [L("type", "announce")]) == 4000)
+        #expect(s.value("bitchat_bridge_mesh_packets_received_total", labels: [L("type", "unknown")]) == 6)
+        #expect(s.family("bitchat_bridge_mesh_packets_received_total")?.samples.count == 2)
         #expect(s.value("bitchat_bridge_mesh_pins_total", labels: [L("event", "refused")]) == 2)
         #expect(s.value("bitchat_bridge_mesh_node_dropped_total", labels: [L("reason", "inputs")]) == 6)
         // The transport families are absent (declared, no samples) until the executable read a status.

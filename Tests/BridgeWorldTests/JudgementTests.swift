@@ -173,7 +173,7 @@ struct JudgementTests {
         // The gate's outcomes reach /metrics: every hidden message withheld (none in shadow mode).
         let metrics = await bridge.runtime.metricsText()
         #expect(metrics.contains("bitchat_bridge_mesh_relay_gate_total{outcome=\"released\"}"))
-        #expect(shadow ? !metrics.contains("outcome=\"withheld\"") : metrics.contains("bitchat_bridge_mesh_relay_gate_total{outcome=\"withheld\"} \(logged.count)"),
+        #expect(shadow ? !metrics.contains("outcome=\"hidden\"") : metrics.contains("bitchat_bridge_mesh_relay_gate_total{outcome=\"hidden\"} \(logged.count)"),
                 "\(metrics)")
         await site.stop()
     }

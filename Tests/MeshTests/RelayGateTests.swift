@@ -54,7 +54,7 @@ struct RelayGateTests {
         let message = try phone.message("BUY NOW", at: h.now)
         let id = try #require(Self.stableID(h.feed(message)))
         #expect(h.engine.handle(.relayVerdict(stableID: id, relay: false), now: h.now, random: &h.random).isEmpty)
-        #expect(h.engine.counters.relayGate[.withheld] == 1)
+        #expect(h.engine.counters.relayGate[.hidden] == 1)
         // Directed traffic between two other peers relays ungated (and, unverifiable, cannot touch the
         // dedup pool the message is in).
         let stranger = Phone()

@@ -32,6 +32,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case eventsDropped = "bitchat_bridge_events_dropped_total"
     // The bridge's own judgement and queues.
     case forwarded = "bitchat_bridge_forwarded_total"
+    case downlinkForms = "bitchat_bridge_downlink_forms_total"
     case hidden = "bitchat_bridge_hidden_total"
     case deposits = "bitchat_bridge_deposits_total"
     case depositsDropped = "bitchat_bridge_deposits_dropped_total"
@@ -107,6 +108,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .relayRejections: ["relay", "message", "reason"]
         case .eventsRejected, .eventsDropped, .depositsDropped, .carriersDropped: ["reason"]
         case .forwarded: ["direction"]
+        case .downlinkForms: ["queue"]
         case .hidden: ["direction", "rule"]
         case .presenceSent: ["kind"]
         case .queueDepth, .queueDropped: ["queue"]
@@ -143,7 +145,8 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .eventsVerified: "Nostr events whose id and signature verified."
         case .eventsRejected: "Nostr events rejected by verification, by reason."
         case .eventsDropped: "Verified relay events not carried, by reason."
-        case .forwarded: "Messages carried across, by direction."
+        case .forwarded: "Messages carried across, by direction; each once, however many forms it took on the mesh."
+        case .downlinkForms: "Forms of channel messages put on the mesh, by queue (gateway carriers per level, bridge carriers, mirror lines)."
         case .hidden: "Messages hidden (block list or spam filter), by direction and rule."
         case .deposits: "Deposits from mesh-only phones accepted for publishing."
         case .depositsDropped: "Deposits from the mesh not published, by reason."
@@ -169,7 +172,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .meshCarriersRejected: "Nostr carriers refused by the engine, by reason."
         case .meshDedup: "Dedup set hits (duplicate) and trims (evicted), by pool."
         case .meshRelayed: "Packets the engine could relay, by what became of them."
-        case .meshRelayGate: "Public mesh messages held for the verdict, by what became of them."
+        case .meshRelayGate: "Public mesh messages held for the verdict, by outcome: released (passed), hidden (the judgement hid it), expired (no verdict within 5 s: withheld), overflow, cached_relay, cached_withhold, unattributed."
         case .meshTransmit: "The bridge's own transmissions: fragmented, cannot_fragment, sign_failed."
         case .meshNodeDropped: "Work the mesh node dropped, by reason (its queues were full, or a flush ran out of time)."
         case .strangerCacheEntries: "Identities held in the bounded stranger cache."
@@ -237,6 +240,7 @@ public struct BridgeMetrics: Sendable, Equatable {
     public var eventsDropped: [String: Int] = [:]
     /// `direction → count` (`nostr-to-mesh`, `mesh-to-nostr`).
     public var forwarded: [String: Int] = [:]
+    public var downlinkForms: [String: Int] = [:]
     /// `(direction, rule) → count`.
     public var hidden: [HiddenKey: Int] = [:]
     public var deposits = 0
@@ -342,6 +346,7 @@ public struct BridgeMetrics: Sendable, Equatable {
     public mutating func add(_ bridge: BridgeCoordinator.Snapshot) {
         let c = bridge.router
         for direction in BridgeRouter.Direction.allCases { forwarded[direction.rawValue] = c.forwarded(direction) }
+        downlinkForms = c.broadcasts.byLabel
         for (key, count) in c.hidden.counts {
             hidden[HiddenKey(direction: key.direction.rawValue, rule: key.rule.label), default: 0] += count
         }
@@ -426,6 +431,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.addEach(.eventsRejected, eventsRejected)
         w.addEach(.eventsDropped, eventsDropped)
         w.addEach(.forwarded, forwarded)
+        w.addEach(.downlinkForms, downlinkForms)
         for (key, count) in hidden.sorted(by: { ($0.key.direction, $0.key.rule) < ($1.key.direction, $1.key.rule) }) {
             w.add(.hidden, [key.direction, key.rule], Double(count))
         }
@@ -514,8 +520,12 @@ struct MetricsWriter {
         addEach(metric, Dictionary(uniqueKeysWithValues: values.map { ($0.key.label, $0.value) }))
     }
 
+    /// One series per distinct label values (keys that share their labels, as every unknown packet type does,
+    /// are summed into one), in label order.
     mutating func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = [], labels: (K) -> [String]) {
-        for (key, count) in tally.sortedByLabel { add(metric, prefix + labels(key), Double(count)) }
+        var summed: [[String]: Int] = [:]
+        for (key, count) in tally.counts { summed[prefix + labels(key), default: 0] += count }
+        for (values, count) in summed.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) { add(metric, values, Double(count)) }
     }
 
     mutating func addTally<K: CounterKey>(_ metric: BridgeMetric, _ tally: Tally<K>, under prefix: [String] = []) {
