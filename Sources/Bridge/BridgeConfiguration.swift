@@ -389,11 +389,21 @@ public struct BridgeConfiguration: Sendable {
         return configuration
     }
 
+    /// The file's text with every whole line that starts with `//` (after spaces) blanked, so a sample file can say
+    /// what each setting does (`contrib/config.example.json`). Only whole lines: `//` inside a value (a URL) stays.
+    /// Blanked, not removed, so a JSON error still names the right line.
+    static func withoutCommentLines(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.trimmingSpaces.hasPrefix("//") ? "" : String($0) }
+            .joined(separator: "\n")
+    }
+
     /// The config file's top-level object (none without a file).
     private static func parseFile(_ text: String?, path: String) throws(ConfigurationError) -> [(String, JSONValue)] {
         guard let text else { return [] }
         do {
-            guard let object = try JSONParser(limits: .init(maxBytes: Limits.maxFileBytes, maxDepth: 16)).parse(text).objectValue else {
+            let json = withoutCommentLines(text)
+            guard let object = try JSONParser(limits: .init(maxBytes: Limits.maxFileBytes, maxDepth: 16)).parse(json).objectValue else {
                 throw ConfigurationError.file(path: path, reason: "must be a JSON object")
             }
             return object

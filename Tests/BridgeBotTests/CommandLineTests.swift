@@ -83,6 +83,15 @@ struct CommandLineTests {
         #expect(rows.first { $0["key"] == .string(keys[2]) }?["relationships"]?.arrayValue?.contains(.string("blocked")) == true, "\(listed.stdout)")
     }
 
+    @Test("the commented sample configuration loads: run --config contrib/config.example.json --print-config shows its values, from the file")
+    func sampleConfiguration() async throws {
+        let printed = try await runBridge(["run", "--config", repositoryRoot + "/contrib/config.example.json", "--print-config"])
+        #expect(printed.status == 0, "\(printed.stderr)")
+        let config = try JSONParser().parse(printed.stdout)
+        #expect(config["geohash"]?["value"] == .string("u4pruy") && config["geohash"]?["source"] == .string("file"), "\(printed.stdout)")
+        #expect(config["nickname"]?["value"] == .string("stage-bridge") && config["http_listen"]?["value"] == .string("127.0.0.1:9477"))
+    }
+
     @Test("keys: same identity twice, key file 0600, corrupt file → exit 1 and the file is untouched")
     func keys() async throws {
         let data = TestEnvironment.temporaryDirectory("cli-keys") + "/data"

@@ -57,10 +57,10 @@ func total(_ samples: [String: Double], _ family: String, matching: [String]) ->
     }.values.reduce(0, +)
 }
 
-/// The metric families of the README's table (the same rows `MetricsCatalogueTests` checks against the catalogue).
+/// The metric families of the metric table in docs/operations.md (the same rows `MetricsCatalogueTests` checks against the catalogue).
 func readmeFamilies() throws -> [String] {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let text = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
     guard let start = text.range(of: "<!-- metrics-table"), let end = text.range(of: "<!-- /metrics-table -->") else { return [] }
     return text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
         let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -227,6 +227,22 @@ struct ConfigurationURLTests {
         } throws: { error in "\(error)".contains("unknown configuration field 'nicknme'; did you mean 'nickname'?") }
     }
 
+    @Test("a config file may carry whole-line // comments; a // inside a value stays")
+    func commentLines() throws {
+        let text = """
+            // the festival's channel
+            {
+              // where the stage is
+              "geohash": "u4pruy",
+                // indented comments too
+              "relays": ["ws://relay.example:7000//x"]
+            }
+            """
+        let config = try BridgeConfiguration.resolve(fileText: text, environment: [:])
+        #expect(config.geohash.string == "u4pruy" && config.relays == ["ws://relay.example:7000//x"])
+        #expect(throws: ConfigurationError.self) { try BridgeConfiguration.resolve(fileText: #"{"geohash": "u4pruy"} // trailing"#, environment: [:]) }
+    }
+
     @Test("run --data-dir wins over the file and the environment, and says so")
     func dataDirectoryOption() throws {
         var config = try BridgeConfiguration.resolve(

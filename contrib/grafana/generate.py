@@ -87,8 +87,8 @@ rows = [
 
 
 def catalogue():
-    """(name, kind, labels) of every family, from the README's metric table (checked against the catalogue)."""
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """(name, kind, labels) of every family, from the metric table in docs/operations.md (checked against the catalogue)."""
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
     table = readme.split("<!-- metrics-table")[1].split("<!-- /metrics-table -->")[0]
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -10,7 +10,7 @@ import BridgeCore
 
 /// Every `/metrics` family the bridge exposes: its name, kind, help and label names — the one place metric
 /// names are chosen (issue 15). Modules count in typed values (``Tally`` of ``CounterKey``s, counter
-/// structs); ``BridgeMetrics/snapshot()`` turns them into series under these names. The README's metric
+/// structs); ``BridgeMetrics/snapshot()`` turns them into series under these names. The metric
 /// table is checked against this list by a test.
 public enum BridgeMetric: String, CaseIterable, Sendable {
     // Relays (label `relay` = a configured URL: bounded by the configuration).
