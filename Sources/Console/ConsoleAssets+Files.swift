@@ -22,6 +22,7 @@ extension ConsoleAssets {
           </nav>
           <span id="session"></span>
         </header>
+        <div id="health-strip" aria-live="polite"><span class="muted">health: …</span></div>
         <main>
           <section id="signin" hidden>
             <h2>Sign in</h2>
@@ -103,6 +104,11 @@ extension ConsoleAssets {
         header { display: flex; gap: 1.5em; align-items: center; padding: .5em 1em; background: #1d3557; color: #fff; }
         header h1 { font-size: 1.1em; margin: 0; }
         header a { color: #fff; margin-right: 1em; }
+        #health-strip { display: flex; gap: 1.2em; padding: .35em 1em; background: #eef1f5; border-bottom: 1px solid #d5dbe3; }
+        #health-strip .item::before { content: "● "; }
+        #health-strip .item.good::before { color: #1b7f3b; }
+        #health-strip .item.bad::before { color: #b00020; }
+        #health-strip .item.warn::before { color: #b26a00; }
         main { padding: 1em; }
         table { border-collapse: collapse; width: 100%; background: #fff; }
         th, td { border-bottom: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
@@ -164,6 +170,55 @@ extension ConsoleAssets {
           if (page === "charts") { loadCharts(); charts.timer = setInterval(loadCharts, 3000); }
         }
 
+        // Each rule in words, for a moderator who does not know the filter's keys.
+        const RULE_WORDS = {
+          messageRate: "too many lines too fast", characterRate: "too much text too fast", linkRate: "too many links too fast",
+          repeatedMessage: "the sender repeated a line", crossUserCopy: "the same line from several senders",
+          repeatedCharacters: "one pattern repeated over and over", blocked: "the sender is blocked", denylist: "matches the denylist",
+        };
+        function explain(rule, f) {
+          const words = RULE_WORDS[rule] || rule;
+          const n = (v) => (typeof v === "number" ? Math.round(v * 10) / 10 : "?");
+          const bucket = { messageRate: "message_bucket", characterRate: "character_bucket", linkRate: "link_bucket" }[rule];
+          if (bucket && f && f[bucket]) return words + " (burst of " + n(f[bucket].capacity) + " used up: " + n(f[bucket].level) + " left, " + n(f[bucket].cost) + " needed)";
+          const copies = { repeatedMessage: "repeated", crossUserCopy: "cross_user" }[rule];
+          if (copies && f && f[copies]) return words + " (" + n(f[copies].count) + " near-copies, " + Math.round(100 * (f[copies].best_similarity || 0)) + "% alike)";
+          const detail = figure(rule, f);
+          return detail ? words + " (" + detail + ")" : words;
+        }
+        // The spam limits' keys in words (the settings form); an unknown key shows as it is.
+        const SPAM_WORDS = {
+          "enabled": "filter on", "message_bucket.capacity": "lines in a burst", "message_bucket.refill_tokens": "lines regained",
+          "message_bucket.refill_seconds": "… every (s)", "character_bucket.capacity": "characters in a burst",
+          "character_bucket.refill_tokens": "characters regained", "character_bucket.refill_seconds": "… every (s)",
+          "link_bucket.capacity": "links in a burst", "link_bucket.refill_tokens": "links regained", "link_bucket.refill_seconds": "… every (s)",
+          "near_copy_threshold": "near-copy: at least this alike (0–1)", "repeat_window_seconds": "copies counted over (s)",
+          "repeated_message_prior_copies": "own copies allowed before hiding", "cross_user_other_senders": "other senders allowed the same line",
+          "cross_user_min_length": "shortest line checked for swarms", "repeated_characters_min_length": "shortest line checked for patterns",
+          "autocorrelation_threshold": "pattern threshold (0–1)", "timestamp_clamp_seconds": "clock slack (s)",
+        };
+
+        // Relays, mesh, the downlink queue and the filter at a glance, every 10 s.
+        async function refreshHealth() {
+          const strip = $("#health-strip"); const items = [];
+          const item = (state, text) => items.push(el("span", text, "item " + state));
+          try {
+            const h = await fetch("/healthz", { credentials: "same-origin" }).then((r) => r.json());
+            for (const c of h.checks || []) item(c.ok ? "good" : "bad", c.name + ": " + (c.ok ? "ok" : "down") + (c.detail ? " — " + c.detail : ""));
+          } catch (e) { item("bad", "health: no answer"); }
+          try {
+            const m = await fetch("/metrics", { credentials: "same-origin" }).then((r) => r.text());
+            const depth = /bitchat_bridge_queue_depth\{queue="downlink"\} (\d+)/.exec(m);
+            if (depth) item(Number(depth[1]) >= 50 ? "warn" : "good", "downlink queue: " + depth[1] + " waiting");
+          } catch (e) {}
+          try {
+            const s = await api("/api/settings");
+            const on = s.spam && s.spam.enabled !== false;
+            item(!on ? "bad" : s.shadow ? "warn" : "good", "spam filter: " + (!on ? "off" : s.shadow ? "shadow (logs, hides nothing)" : "on"));
+          } catch (e) {}
+          strip.replaceChildren(...items);
+        }
+
         // The rule's key figure (the same reading as `bitchat-bridge modlog`).
         function figure(rule, f) {
           if (!f || typeof f !== "object") return "";
@@ -192,8 +247,8 @@ extension ConsoleAssets {
           const tr = el("tr", undefined, a.kind);
           const who = el("td"); if (a.sender) who.append(senderLink(a.direction, a.sender));
           if (a.display_name) who.append(el("span", " " + a.display_name));
-          tr.append(el("td", utc(a.at)), el("td", a.kind.replace("_", " ")), el("td", a.direction), el("td", a.channel), who,
-                    el("td", a.rule ? a.rule + " " + figure(a.rule, a.figures) : ""), el("td", a.text === null ? (a.kind === "downlinked" || a.kind === "published" ? a.message_id.slice(0, 16) : "") : a.text, "text"));
+          tr.append(el("td", utc(a.at)), el("td", a.kind.replace("_", " ") + (a.form ? " (" + a.form + ")" : "")), el("td", a.direction), el("td", a.channel), who,
+                    el("td", a.rule ? explain(a.rule, a.figures) : "", "rule"), el("td", a.text === null ? (a.kind === "downlinked" || a.kind === "published" ? a.message_id.slice(0, 16) : "") : a.text, "text"));
           tr.dataset.messageId = a.message_id;
           if (a.kind === "hidden" && a.direction === "nostr-to-mesh") {
             const b = el("button", "Release", "release"); b.type = "button";
@@ -241,7 +296,7 @@ extension ConsoleAssets {
           const add = (path, value) => {
             if (path === "shadow_mode") return;
             if (value !== null && typeof value === "object") { for (const k of Object.keys(value)) add(path + "." + k, value[k]); return; }
-            const label = el("label"); label.append(el("span", path));
+            const label = el("label"); label.append(el("span", SPAM_WORDS[path] || path)); label.title = path;
             const input = document.createElement("input"); input.name = path; input.dataset.path = path; input.disabled = !settable;
             if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; }
             else { input.type = "text"; input.inputMode = "decimal"; input.size = 10; input.value = String(value); }
@@ -292,7 +347,7 @@ extension ConsoleAssets {
           if (!append) tbody.replaceChildren();
           for (const r of body.records) {
             const tr = el("tr");
-            tr.append(el("td", utc(r.judged_at)), el("td", r.direction), el("td", r.channel), el("td", r.rule + (r.shadow ? " (shadow)" : "")));
+            tr.append(el("td", utc(r.judged_at)), el("td", r.direction), el("td", r.channel), el("td", explain(r.rule, r.figures) + (r.shadow ? " (shadow)" : ""), "rule"));
             const td = el("td"); const a = el("a", r.sender.slice(0, 16), "sender"); a.href = "#sender";
             a.addEventListener("click", () => { $("#sender-key").value = (r.direction === "mesh-to-nostr" ? "mesh:" : "nostr:") + r.sender; show("sender"); loadSender(); });
             td.append(a); tr.append(td, el("td", r.text === null ? "sha256:" + r.text_sha256.slice(0, 16) : r.text, "text"));
@@ -432,6 +487,7 @@ extension ConsoleAssets {
           $("#denylist-form").addEventListener("submit", (e) => { e.preventDefault(); changeDenylist("add", $("#deny-kind").value, $("#deny-pattern").value); });
           $("#spam-form").addEventListener("submit", (e) => { e.preventDefault(); applySpam(); });
           refreshSession().then(() => { connectLive(); loadModlogRules().catch(() => {}); loadModlog(false); }).catch((e) => { $("#session").textContent = e.message; });
+          refreshHealth(); setInterval(refreshHealth, 10000);
           show((location.hash || "#live").slice(1));
         });
         """#

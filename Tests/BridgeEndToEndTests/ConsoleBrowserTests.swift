@@ -64,6 +64,15 @@ struct ConsoleBrowserTests {
                         if all(i in seen for i in ids): break
                         time.sleep(0.05)
                     say({"seen": {i: seen[i] for i in ids if i in seen}})
+                elif words[0] == "GLANCE":
+                    # The health strip, and the live view's crossings onto the mesh with their sender and text.
+                    WebDriverWait(driver, 20).until(lambda d: "relays:" in d.find_element(By.ID, "health-strip").text)
+                    WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live-table tr.downlinked"))
+                    strip = driver.find_element(By.ID, "health-strip").text
+                    crossings = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                                 for tr in driver.find_elements(By.CSS_SELECTOR, "#live-table tr.downlinked")]
+                    shot("01-health-strip")
+                    say({"strip": strip, "downlinked": crossings[:5]})
                 elif words[0] == "BLOCK":
                     # The verdict row (a crossing row of the same id has no sender link).
                     driver.find_element(By.CSS_SELECTOR, f'#live-table tr[data-message-id="{words[1]}"] a.sender').click()
@@ -206,13 +215,25 @@ struct ConsoleBrowserTests {
         #expect(latencies.allSatisfy { $0 <= 2.0 }, "latencies \(latencies)")
         let hiddenRows = flood.compactMap { seen[$0] }.filter { $0["kind"] == .string("hidden") }
         #expect(!hiddenRows.isEmpty, "the flood's tail is shown hidden")
-        // Each hidden row names its spam rule and that rule's key figure ("messageRate needs 1, has 0.2/8", "… 3 copies, sim 0.9").
-        let spamRules = ["messageRate", "characterRate", "linkRate", "repeatedMessage", "crossUserCopy", "repeatedCharacters"]
+        // Each hidden row says its rule in words, with that rule's key figure ("too many lines too fast (burst of 6 used
+        // up: 0.2 left, 1 needed)"), not the filter's label.
+        let spamWords = [
+            "too many lines too fast", "too much text too fast", "too many links too fast", "the sender repeated a line",
+            "the same line from several senders", "one pattern repeated over and over",
+        ]
         for row in hiddenRows {
             let text = row["rule"]?.stringValue ?? ""
-            let rule = spamRules.first { text.hasPrefix($0 + " ") }
-            #expect(rule != nil && text.count > (rule?.count ?? 0) + 3, "rule and figures: '\(text)'")
+            let words = spamWords.first { text.hasPrefix($0 + " (") }
+            #expect(words != nil && text.count > (words?.count ?? 0) + 5, "rule in words with figures: '\(text)'")
         }
+        // At a glance: the health strip (relays, mesh, queue, filter), and a crossing's row with its sender and text.
+        browser.write("GLANCE\n")
+        let glance = try JSONParser().parse(try await browser.waitForLine(timeout: .seconds(40), "glance") { $0.contains("\"strip\"") })
+        let strip = glance["strip"]?.stringValue ?? ""
+        for part in ["relays: ok", "mesh: ok", "downlink queue:", "spam filter: on"] { #expect(strip.contains(part), "health strip: \(strip)") }
+        let crossings = glance["downlinked"]?.arrayValue ?? []
+        let crossing = crossings.first?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(crossing.count == 7 && crossing[1].hasPrefix("downlinked (") && !crossing[4].isEmpty && !crossing[6].isEmpty, "\(crossing)")
         print("console browser test: hidden rows: \(hiddenRows.map { $0["rule"]?.stringValue ?? "" })")
         #expect(seen[flood[0]]?["kind"] == .string("passed"))
 
@@ -240,7 +261,7 @@ struct ConsoleBrowserTests {
         let nextLine = try await browser.waitForLines(count: 2, timeout: .seconds(20), "next seen") { $0.contains("\"seen\"") }.last
         let nextText = try #require(nextLine)
         let nextRow = try #require(try JSONParser().parse(nextText)["seen"]?[next])
-        #expect(nextRow["kind"] == .string("hidden") && nextRow["rule"]?.stringValue?.hasPrefix("blocked") == true, "\(nextRow)")
+        #expect(nextRow["kind"] == .string("hidden") && nextRow["rule"]?.stringValue?.hasPrefix("the sender is blocked") == true, "\(nextRow)")
 
         // A denylist term added in settings (after its preview) hides the next message containing it, from anyone.
         browser.write("DENY tickets\n")
@@ -253,7 +274,7 @@ struct ConsoleBrowserTests {
         let deniedSeen = try await browser.waitForLines(count: 3, timeout: .seconds(20), "denied seen") { $0.contains("\"seen\"") }.last
         let deniedText = try #require(deniedSeen)
         let deniedRow = try #require(try JSONParser().parse(deniedText)["seen"]?[ordinary])
-        #expect(deniedRow["kind"] == .string("hidden") && deniedRow["rule"]?.stringValue?.hasPrefix("denylist") == true, "\(deniedRow)")
+        #expect(deniedRow["kind"] == .string("hidden") && deniedRow["rule"]?.stringValue?.hasPrefix("matches the denylist") == true, "\(deniedRow)")
 
         // Charts: this minute shows forwarded and hidden. Traffic made now, in a minute with room left (a check
         // straddling the minute's end would read the next, empty minute): one ordinary line and one the denylist hides.

@@ -370,14 +370,30 @@ public struct BridgeMachine {
                 out.append(.activity(BridgeActivity(
                     at: now, kind: .published, direction: .meshToNostr, channel: channel, sender: event.pubkey.hex,
                     displayName: nil, messageID: event.id.hex, text: nil, rule: nil)))
-            case .broadcast(_, let id):
-                out.append(.activity(BridgeActivity(
-                    at: now, kind: .downlinked, direction: .nostrToMesh, channel: channel, sender: "", displayName: nil,
-                    messageID: id.hex, text: nil, rule: nil)))
+            case .broadcast(let downlink, let id):
+                out.append(.activity(Self.downlinked(downlink, id: id, channel: channel, keepText: keepText, now: now)))
             default: break
             }
         }
         return out
+    }
+
+    /// A crossing onto the mesh as the live view shows it: who said what (the text only when the operator keeps
+    /// texts, `modlog.log_text`), and in which form. A carrier's event is read back from its payload (at most the
+    /// budget's 30 a minute).
+    static func downlinked(_ downlink: BridgeRouter.Downlink, id: EventID, channel: String, keepText: Bool, now: Double) -> BridgeActivity {
+        switch downlink {
+        case .carrier(let payload):
+            let event = try? UnverifiedEvent(json: String(decoding: payload.eventJSON, as: UTF8.self))
+            let name = event?.tags.first { $0.first == "n" && $0.count > 1 }?[1]
+            return BridgeActivity(
+                at: now, kind: .downlinked, direction: .nostrToMesh, channel: payload.geohash, sender: event?.pubkeyHex ?? "",
+                displayName: name, messageID: id.hex, text: keepText ? event?.content : nil, rule: nil, form: "carrier")
+        case .text(let text, let author, let name):
+            return BridgeActivity(
+                at: now, kind: .downlinked, direction: .nostrToMesh, channel: channel, sender: Hex.encode(author), displayName: name,
+                messageID: id.hex, text: keepText ? text : nil, rule: nil, form: "mirror")
+        }
     }
 
     private mutating func broadcast(_ downlink: BridgeRouter.Downlink, id: EventID, now: Double) -> [Action] {

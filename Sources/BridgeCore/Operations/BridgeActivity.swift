@@ -33,11 +33,15 @@ public struct BridgeActivity: Sendable, Equatable {
     public var rule: String?
     /// The figures behind a spam verdict (SPAM-FILTER §7), `null` otherwise.
     public var figures: JSONValue
+    /// For a crossing onto the mesh, the form it took: `carrier` (on `channel`, the level it was posted in) or
+    /// `mirror` (the plain-text line Android phones show).
+    public var form: String?
 
     public init(
         at: Double, kind: Kind, direction: BridgeRouter.Direction, channel: String, sender: String, displayName: String?,
-        messageID: String, text: String?, rule: String?, figures: JSONValue = .null
+        messageID: String, text: String?, rule: String?, figures: JSONValue = .null, form: String? = nil
     ) {
+        self.form = form
         self.at = at
         self.kind = kind
         self.direction = direction
@@ -55,7 +59,7 @@ public struct BridgeActivity: Sendable, Equatable {
             ("at", .double(at)), ("kind", .string(kind.rawValue)), ("direction", .string(direction.rawValue)),
             ("channel", .string(channel)), ("sender", .string(sender)), ("display_name", displayName.map(JSONValue.string) ?? .null),
             ("message_id", .string(messageID)), ("text", text.map(JSONValue.string) ?? .null),
-            ("rule", rule.map(JSONValue.string) ?? .null), ("figures", figures),
+            ("rule", rule.map(JSONValue.string) ?? .null), ("figures", figures), ("form", form.map(JSONValue.string) ?? .null),
         ])
     }
 }
