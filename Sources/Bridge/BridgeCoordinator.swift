@@ -231,6 +231,7 @@ public actor BridgeCoordinator {
             case .ledger(let change): store.writeLedger(change)
             case .keepFleetList(let event): store.keepFleetList(event)
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
+            case .released(let id, let by, let at): store.markReleased(messageID: id, by: by, at: at)
             case .log(let line): logger.log(line.level, line.message, line.metadata)
             case .activity(let item): activity?(item)
             }
@@ -240,9 +241,10 @@ public actor BridgeCoordinator {
     // MARK: The console and the control socket
 
     /// Releases a hidden channel message (the console); logged, and audited by the console.
-    public func release(messageID: String) -> Result<Void, BridgeMachine.ReleaseError> {
+    /// Releases a hidden message (`by`: `console`, `cli`), either way; see ``BridgeMachine/release(messageID:by:now:)``.
+    public func release(messageID: String, by: String) -> Result<Void, BridgeMachine.ReleaseError> {
         let now = time.nowMs()
-        let (result, actions) = machine.release(messageID: messageID, now: seconds(now))
+        let (result, actions) = machine.release(messageID: messageID, by: by, now: seconds(now))
         perform(actions)
         inbox.bringForward(nextDeadlineMs(now: now))
         return result

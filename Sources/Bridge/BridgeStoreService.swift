@@ -186,6 +186,16 @@ public final class BridgeStoreService: @unchecked Sendable {
         }
     }
 
+    /// The release marks on a released message's moderation-log rows; a failed write is reported and counted (the
+    /// message went out either way).
+    func markReleased(messageID: String, by: String, at: Double) {
+        do {
+            try stores.moderationLog?.markReleased(messageID: messageID, at: at, by: by)
+        } catch {
+            failed(\.failedModerationWrites, "moderation log release mark failed; the message was released", error, id: nil)
+        }
+    }
+
     func writeSync(_ changes: [SyncStoreChange]) { stores.syncJournal?.write(changes) }
 
     func keepFleetList(_ event: NostrEvent) {

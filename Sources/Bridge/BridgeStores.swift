@@ -51,6 +51,7 @@ public protocol ModerationRecording: AnyObject {
     @discardableResult func append(_ record: ModerationRecord) throws(ModerationLogError) -> Int64
     @discardableResult func prune(now: Double) throws(ModerationLogError) -> Int
     func count() throws(ModerationLogError) -> Int
+    @discardableResult func markReleased(messageID: String, at: Double, by: String) throws(ModerationLogError) -> Int
 }
 
 extension RecentEventStore: RecentEventRecording {}

@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 /// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`,
-/// `stores.changed` (another process wrote the stores: the CLI's `identities` edits), and `ping` (which bridge
+/// `stores.changed` (another process wrote the stores: the CLI's `identities` edits), `modlog.release` (a hidden
+/// message released, either way), and `ping` (which bridge
 /// runs on the data directory: its PID; the CLI says whether a change it made reaches one). Every
 /// answer is `{"ok":true,…}` or `{"ok":false,"error":…}`; every request is logged at info (op, id, urgency,
 /// lengths — the text itself is the operator's and goes to the mesh anyway, but logs stay short).
@@ -37,6 +38,15 @@ enum ControlCommands {
             case .failure(let error):
                 return reply(op, logger, error: error.description)
             }
+        case "modlog.release":
+            guard let id = request["id"]?.stringValue, !id.isEmpty else { return reply(op, logger, error: "modlog.release needs an id") }
+            switch await coordinator.release(messageID: id, by: "cli") {
+            case .success:
+                logger.info("control request", [("op", .string(op)), ("id", .string(id))])
+                return .object([("ok", .bool(true)), ("id", .string(id))])
+            case .failure(let error):
+                return reply(op, logger, error: error.description)
+            }
         case "ping":
             return .object([("ok", .bool(true)), ("pid", .integer(Int64(getpid())))])
         case "stores.changed":
@@ -60,7 +70,7 @@ enum ControlCommands {
                 return reply(op, logger, error: error.description)
             }
         default:
-            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed, ping)")
+            return reply(op, logger, error: "unknown op \"\(op)\" (notice.post, notice.list, notice.withdraw, stores.changed, modlog.release, ping)")
         }
     }
 

@@ -88,7 +88,7 @@ struct RuntimeListener {
                 setSpamLimits: { spam in coordinator.submit(OperatorInput.setSpamLimits(spam)) },
                 spamAtStart: stores.spamConfig, fleetChange: fleetChange,
                 release: { id in
-                    switch await coordinator.release(messageID: id) {
+                    switch await coordinator.release(messageID: id, by: "console") {
                     case .success: nil
                     case .failure(let error): error.description
                     }

@@ -55,11 +55,34 @@ enum ModlogCommand {
             CSV cells of free text that a spreadsheet would run as a formula (=, +, -, @ first) get a leading '.
             """)
 
+    static let releaseSpec = CommandSpec(
+        path: "modlog release",
+        summary: "Release a hidden message through the running bridge, either way: onto the mesh, or onto Nostr as its mirror line.",
+        positionals: [PositionalSpec(name: "ID")],
+        options: [.value("--data-dir", "DIR", "Data directory of the running bridge (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge).")],
+        details: """
+            ID is the message id the moderation log shows (a Nostr event id, or a mesh message's id). The message takes
+            the normal path with the judge alone skipped; its log rows are marked released (by cli, and when). Exit 1
+            when no bridge runs on the data directory or it cannot release the message (not held: this run keeps its
+            last 1,000 hides; a mesh line needs the uplink mirror on).
+            """)
+
     static let group = CommandGroup(
         name: "modlog",
-        summary: "Show or export the moderation log: messages the spam filter hid, with rule and figures.",
-        subcommands: [Subcommand("export", exportSpec, run: export)],
+        summary: "Show, export or release from the moderation log: messages the spam filter hid, with rule and figures.",
+        subcommands: [Subcommand("export", exportSpec, run: export), Subcommand("release", releaseSpec, run: release)],
         fallback: Subcommand("show", spec, run: show))
+
+    static func release(_ args: ParsedArguments) throws(CommandExit) {
+        let id = args.positionals[0]
+        let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
+        do {
+            _ = try ControlSocket.request(.object([("op", .string("modlog.release")), ("id", .string(id))]), dataDirectory: dataDirectory)
+        } catch {
+            throw .failure(error.description)
+        }
+        print("released \(id): it takes the normal path (loop rules, budgets); its moderation-log rows are marked")
+    }
 
     static func export(_ args: ParsedArguments) throws(CommandExit) {
         guard let since = args.value("--since") else { throw .usage("--since is required (a TIME; see modlog export --help)") }
@@ -185,10 +208,14 @@ enum ModlogCommand {
             let text = r.text.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } ?? "sha256:" + String(r.textSHA256.prefix(16))
             print(
                 utcTime(r.judgedAt).padding(toLength: 20) + r.direction.rawValue.padding(toLength: 15)
-                    + String(r.channel.prefix(9)).padding(toLength: 10) + (r.rule.label + (r.shadow ? "*" : "")).padding(toLength: 19)
+                    + String(r.channel.prefix(9)).padding(toLength: 10)
+                    + (r.rule.label + (r.shadow ? "*" : "") + (r.releasedAt != nil ? "+" : "")).padding(toLength: 19)
                     + sender.padding(toLength: 18) + summary(r).padding(toLength: 34) + text.replacingNewlines())
         }
         if records.contains(where: \.shadow) { print("* shadow mode: logged, not hidden") }
+        for r in records where r.releasedAt != nil {
+            print("+ \(r.messageID.prefix(16)) released by \(r.releasedBy ?? "?") at \(utcTime(r.releasedAt ?? 0)) UTC")
+        }
     }
 
     /// `--sender KEY`: the whole key or a prefix of at least 8 hex as the table shows it (``KeyPrefix``); `nostr:`

@@ -50,6 +50,7 @@ extension ConsoleAssets {
               <button type="submit">Filter</button>
             </form>
             <p id="modlog-note" class="muted"></p>
+            <p id="modlog-release-result"></p>
             <table id="modlog-table"><thead><tr><th>time (UTC)</th><th>direction</th><th>channel</th><th>rule</th><th>sender</th><th>text</th></tr></thead><tbody></tbody></table>
             <button id="modlog-more">Older</button>
           </section>
@@ -109,6 +110,7 @@ extension ConsoleAssets {
         #health-strip .item.good::before { color: #1b7f3b; }
         #health-strip .item.bad::before { color: #b00020; }
         #health-strip .item.warn::before { color: #b26a00; }
+        span.released { color: #1b7f3b; font-weight: 600; }
         main { padding: 1em; }
         table { border-collapse: collapse; width: 100%; background: #fff; }
         th, td { border-bottom: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
@@ -250,7 +252,7 @@ extension ConsoleAssets {
           tr.append(el("td", utc(a.at)), el("td", a.kind.replace("_", " ") + (a.form ? " (" + a.form + ")" : "")), el("td", a.direction), el("td", a.channel), who,
                     el("td", a.rule ? explain(a.rule, a.figures) : "", "rule"), el("td", a.text === null ? (a.kind === "downlinked" || a.kind === "published" ? a.message_id.slice(0, 16) : "") : a.text, "text"));
           tr.dataset.messageId = a.message_id;
-          if (a.kind === "hidden" && a.direction === "nostr-to-mesh") {
+          if (a.kind === "hidden") {
             const b = el("button", "Release", "release"); b.type = "button";
             b.addEventListener("click", () => release(a.message_id));
             tr.children[1].append(" ", b);
@@ -260,10 +262,11 @@ extension ConsoleAssets {
           while (tbody.children.length > 500) tbody.removeChild(tbody.lastChild);
         }
         async function release(id) {
+          const say = (text, cls) => { for (const p of ["#release-result", "#modlog-release-result"]) { $(p).textContent = text; $(p).className = cls; } };
           try { await post("/api/release", { message_id: id });
-                $("#release-result").textContent = "released " + id.slice(0, 16) + ": it takes the normal path (loop rules, budget)";
-                $("#release-result").className = "ok"; }
-          catch (e) { $("#release-result").textContent = "not released: " + e.message; $("#release-result").className = "error"; }
+                say("released " + id.slice(0, 16) + ": it takes the normal path (loop rules, budget)", "ok");
+                if (!$("#page-modlog").hidden) loadModlog(false); }
+          catch (e) { say("not released: " + e.message, "error"); }
         }
         function connectLive() {
           const source = new EventSource("/api/live" + (live.seq ? "?after=" + live.seq : ""));
@@ -346,8 +349,12 @@ extension ConsoleAssets {
           const tbody = $("#modlog-table tbody");
           if (!append) tbody.replaceChildren();
           for (const r of body.records) {
-            const tr = el("tr");
-            tr.append(el("td", utc(r.judged_at)), el("td", r.direction), el("td", r.channel), el("td", explain(r.rule, r.figures) + (r.shadow ? " (shadow)" : ""), "rule"));
+            const tr = el("tr"); tr.dataset.messageId = r.message_id;
+            const rule = el("td", explain(r.rule, r.figures) + (r.shadow ? " (shadow)" : ""), "rule");
+            // A release mark (who, when), or the Release button of a hide not released yet.
+            if (r.released_at) { rule.append(" ", el("span", "released by " + r.released_by + " " + utc(r.released_at), "released")); tr.className = "released"; }
+            else if (!r.shadow) { const b = el("button", "Release", "release"); b.type = "button"; b.addEventListener("click", () => release(r.message_id)); rule.append(" ", b); }
+            tr.append(el("td", utc(r.judged_at)), el("td", r.direction), el("td", r.channel), rule);
             const td = el("td"); const a = el("a", r.sender.slice(0, 16), "sender"); a.href = "#sender";
             a.addEventListener("click", () => { $("#sender-key").value = (r.direction === "mesh-to-nostr" ? "mesh:" : "nostr:") + r.sender; show("sender"); loadSender(); });
             td.append(a); tr.append(td, el("td", r.text === null ? "sha256:" + r.text_sha256.slice(0, 16) : r.text, "text"));

@@ -26,6 +26,9 @@ public struct ModerationRecord: Sendable, Equatable {
     public var text: String?
     /// Lowercase hex SHA-256 of the text's UTF-8 bytes (empty text for attachments).
     public var textSHA256: String
+    /// When the operator released the message (Unix seconds), and how (`console`, `cli`); nil while it stays hidden.
+    public var releasedAt: Double?
+    public var releasedBy: String?
 
     public init(
         id: Int64? = nil, judgedAt: Double, direction: SpamDirection, channel: String, senderKey: String,
@@ -84,6 +87,7 @@ public struct ModerationRecord: Sendable, Equatable {
             ("message_id", .string(messageID)), ("message_timestamp", .double(messageTimestamp)),
             ("rule", .string(rule.label)), ("shadow", .bool(shadow)), ("figures", figures),
             ("text", text.map { .string($0) } ?? .null), ("text_sha256", .string(textSHA256)),
+            ("released_at", releasedAt.map { .double($0) } ?? .null), ("released_by", releasedBy.map { .string($0) } ?? .null),
         ]
         return .object(members)
     }

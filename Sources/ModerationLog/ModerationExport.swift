@@ -61,7 +61,7 @@ public enum ModerationExport {
     /// The CSV columns, in order.
     public static let csvColumns = [
         "id", "judged_at_utc", "judged_at", "direction", "channel", "sender", "display_name", "message_id",
-        "message_timestamp", "rule", "shadow", "figures", "text", "text_sha256",
+        "message_timestamp", "rule", "shadow", "figures", "text", "text_sha256", "released_at_utc", "released_by",
     ]
 
     /// The record with its text removed when `redactText` (the SHA-256 stays, so copies can still be matched).
@@ -91,7 +91,7 @@ public enum ModerationExport {
             r.id.map(String.init) ?? "", utcTimestamp(r.judgedAt), number(r.judgedAt), r.direction.rawValue,
             neutralised(r.channel), neutralised(r.senderKey), r.displayName.map(neutralised) ?? "", neutralised(r.messageID),
             number(r.messageTimestamp), r.rule.label, r.shadow ? "true" : "false", JSONWriter.compact(r.figures),
-            r.text.map(neutralised) ?? "", r.textSHA256,
+            r.text.map(neutralised) ?? "", r.textSHA256, r.releasedAt.map(utcTimestamp) ?? "", r.releasedBy.map(neutralised) ?? "",
         ]
         return cells.map(csvField).joined(separator: ",")
     }

@@ -106,7 +106,8 @@ public final class ModerationLog {
     }
 
     static let component = "modlog"
-    static let schemaVersion: Int64 = 1
+    /// 1: the records; 2: release marks (`released_at`, `released_by`) and an index by message id.
+    static let schemaVersion: Int64 = 2
 
     public let config: ModerationLogConfig
     private let database: SQLiteDatabase
@@ -171,6 +172,16 @@ public final class ModerationLog {
                         CREATE INDEX modlog_records_judged_at ON modlog_records(judged_at);
                         CREATE INDEX modlog_records_sender ON modlog_records(sender, judged_at);
                         """)
+                }
+                if found < 2 {
+                    try database.execute(
+                        """
+                        ALTER TABLE modlog_records ADD COLUMN released_at REAL;
+                        ALTER TABLE modlog_records ADD COLUMN released_by TEXT;
+                        CREATE INDEX modlog_records_message ON modlog_records(message_id);
+                        """)
+                }
+                if found < schemaVersion {
                     try database.prepare("INSERT OR REPLACE INTO schema_versions(component, version) VALUES (?, ?)")
                         .run([.text(component), .integer(schemaVersion)])
                 }
@@ -246,6 +257,19 @@ public final class ModerationLog {
         }
     }
 
+    /// Marks the rows of `messageID` released (when, by whom: `console`, `cli`) unless they are already; how many.
+    @discardableResult
+    public func markReleased(messageID: String, at: Double, by: String) throws(ModerationLogError) -> Int {
+        do {
+            try database.prepare(
+                "UPDATE modlog_records SET released_at = ?, released_by = ? WHERE message_id = ? AND released_at IS NULL"
+            ).run([.real(at), .text(by), .text(messageID)])
+            return database.changes
+        } catch {
+            throw .storage(error)
+        }
+    }
+
     /// Records matching `query`, newest first.
     public func records(_ query: ModerationQuery) throws(ModerationLogError) -> [ModerationRecord] {
         var conditions: [String] = []
@@ -266,7 +290,7 @@ public final class ModerationLog {
         values.append(.integer(Int64(max(0, min(query.limit, Limits.maxQueryLimit)))))
         let sql = """
             SELECT id, judged_at, direction, channel, sender, display_name, message_id, message_ts, rule, shadow, figures,
-              text, text_sha256 FROM modlog_records\(whereClause) ORDER BY id DESC LIMIT ?
+              text, text_sha256, released_at, released_by FROM modlog_records\(whereClause) ORDER BY id DESC LIMIT ?
             """
         let rows: [Result<ModerationRecord, ModerationLogError>]
         do {
@@ -299,7 +323,8 @@ public final class ModerationLog {
             statement = try database.prepare(
                 """
                 SELECT id, judged_at, direction, channel, sender, display_name, message_id, message_ts, rule, shadow, figures,
-                  text, text_sha256 FROM modlog_records WHERE judged_at >= ? AND judged_at < ? AND id > ? ORDER BY id LIMIT ?
+                  text, text_sha256, released_at, released_by FROM modlog_records WHERE judged_at >= ? AND judged_at < ? AND id > ?
+                  ORDER BY id LIMIT ?
                 """)
         } catch {
             throw .storage(error)
@@ -330,11 +355,13 @@ public final class ModerationLog {
         guard let direction = SpamDirection(rawValue: row.text(2)) else { return .failure(.corruptRow(id: id, field: "direction")) }
         guard let rule = HideRule(label: row.text(8)) else { return .failure(.corruptRow(id: id, field: "rule")) }
         guard let figures = try? JSONParser().parse(row.text(10)) else { return .failure(.corruptRow(id: id, field: "figures")) }
-        return .success(
-            ModerationRecord(
-                id: id, judgedAt: row.double(1), direction: direction, channel: row.text(3), senderKey: row.text(4),
-                displayName: row.isNull(5) ? nil : row.text(5), messageID: row.text(6), messageTimestamp: row.double(7),
-                rule: rule, shadow: row.int64(9) != 0, figures: figures, text: row.isNull(11) ? nil : row.text(11),
-                textSHA256: row.text(12)))
+        var record = ModerationRecord(
+            id: id, judgedAt: row.double(1), direction: direction, channel: row.text(3), senderKey: row.text(4),
+            displayName: row.isNull(5) ? nil : row.text(5), messageID: row.text(6), messageTimestamp: row.double(7),
+            rule: rule, shadow: row.int64(9) != 0, figures: figures, text: row.isNull(11) ? nil : row.text(11),
+            textSHA256: row.text(12))
+        record.releasedAt = row.isNull(13) ? nil : row.double(13)
+        record.releasedBy = row.isNull(14) ? nil : row.text(14)
+        return .success(record)
     }
 }

@@ -89,7 +89,16 @@ struct ConsoleBrowserTests {
                     driver.find_element(By.CSS_SELECTOR, f'#live-table tr[data-message-id="{words[1]}"] button.release').click()
                     wait.until(lambda d: d.find_element(By.ID, "release-result").text != "")
                     shot("04-live-released")
-                    say({"release": driver.find_element(By.ID, "release-result").text})
+                    released = driver.find_element(By.ID, "release-result").text
+                    # The moderation log marks the released row: who released it, and when.
+                    driver.find_element(By.CSS_SELECTOR, 'nav a[data-page="modlog"]').click()
+                    driver.find_element(By.CSS_SELECTOR, '#modlog-filter button[type="submit"]').click()
+                    mark = f'#modlog-table tr[data-message-id="{words[1]}"] span.released'
+                    WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, mark))
+                    shot("04-modlog-release-mark")
+                    mark_text = driver.find_element(By.CSS_SELECTOR, mark).text
+                    driver.find_element(By.CSS_SELECTOR, 'nav a[data-page="live"]').click()
+                    say({"release": released, "mark": mark_text})
                 elif words[0] == "DENY":
                     driver.find_element(By.CSS_SELECTOR, 'nav a[data-page="settings"]').click()
                     wait.until(lambda d: d.find_element(By.ID, "deny-pattern").is_displayed())
@@ -243,6 +252,7 @@ struct ConsoleBrowserTests {
         browser.write("RELEASE \(hiddenID)\n")
         let releaseLine = try await browser.waitForLine(timeout: .seconds(30), "released") { $0.contains("\"release\"") }
         #expect(releaseLine.contains("released"), "\(releaseLine)")
+        #expect(try JSONParser().parse(releaseLine)["mark"]?.stringValue?.hasPrefix("released by console") == true, "\(releaseLine)")
         try await reader.waitForLine(timeout: .seconds(20), "the released line on the mesh") {
             $0.contains("\"carrier\"") && $0.contains(hiddenID)
         }

@@ -83,13 +83,13 @@ struct BridgeMachineTests {
         let actions = m.handle(.relayEvent(e), now: Self.now)
         #expect(actions.contains { if case .hidden(let report) = $0 { report.rule == .blocked } else { false } })
         #expect(actions.contains { if case .log(let line) = $0 { line.message == "hidden" } else { false } })
-        let (released, _) = m.release(messageID: e.id.hex, now: Self.now + 1)
+        let (released, _) = m.release(messageID: e.id.hex, by: "console", now: Self.now + 1)
         #expect((try? released.get()) != nil)
         func notHeld(_ result: Result<Void, BridgeMachine.ReleaseError>) -> Bool {
             if case .failure(.notHeld) = result { true } else { false }
         }
-        #expect(notHeld(m.release(messageID: e.id.hex, now: Self.now + 2).result), "released once: no longer held")
-        #expect(notHeld(m.release(messageID: String(repeating: "0", count: 64), now: Self.now + 2).result))
+        #expect(notHeld(m.release(messageID: e.id.hex, by: "console", now: Self.now + 2).result), "released once: no longer held")
+        #expect(notHeld(m.release(messageID: String(repeating: "0", count: 64), by: "console", now: Self.now + 2).result))
     }
 
     @Test("another bridge's announce joins this island: the downlink is shared, and logged")

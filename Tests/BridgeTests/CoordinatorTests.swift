@@ -72,6 +72,11 @@ struct CoordinatorTests {
         }
         func prune(now: Double) throws(ModerationLogError) -> Int { 0 }
         func count() throws(ModerationLogError) -> Int { records.all.count }
+        let released = Recorder<(id: String, by: String)>()
+        func markReleased(messageID: String, at: Double, by: String) throws(ModerationLogError) -> Int {
+            released.append((messageID, by))
+            return 1
+        }
     }
 
     final class MemoryUplinks: PendingUplinkStoring {

@@ -154,6 +154,10 @@ struct CommandLineTests {
         #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "0"]).status == 64)
         #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000000"]).status == 0)
         #expect(try run(["modlog", "--data-dir", directory.path, "--limit", "1000001"]).status == 64)
+        // Release goes through the running bridge: none runs here, and the error names where it looked.
+        let release = try run(["modlog", "release", "id1", "--data-dir", directory.path])
+        #expect(release.status == 1 && release.stderr.contains("no bridge is running") && release.stderr.contains(directory.path), "\(release.stderr)")
+        #expect(try run(["modlog", "release", "--data-dir", directory.path]).status == 64, "ID is required")
     }
 
     @Test func modlogExportWritesJSONLAndCSVAndRefusesBadRanges() throws {

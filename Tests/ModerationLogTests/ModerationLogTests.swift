@@ -135,12 +135,51 @@ struct ModerationLogTests {
         let path = temporaryDatabase()
         _ = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
         let db = try SQLiteDatabase(path: path)
-        #expect(try db.prepare("SELECT version FROM schema_versions WHERE component = 'modlog'").query { $0.int64(0) } == [1])
+        #expect(try db.prepare("SELECT version FROM schema_versions WHERE component = 'modlog'").query { $0.int64(0) } == [2])
         #expect(try db.prepare("PRAGMA journal_mode").query { $0.text(0) } == ["wal"])
-        try db.execute("UPDATE schema_versions SET version = 2 WHERE component = 'modlog'")
-        #expect(throws: ModerationLogError.newerSchema(found: 2, supported: 1)) {
+        try db.execute("UPDATE schema_versions SET version = 3 WHERE component = 'modlog'")
+        #expect(throws: ModerationLogError.newerSchema(found: 3, supported: 2)) {
             _ = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
         }
+    }
+
+    /// Issue 23 finding 4: released rows looked hidden. A release marks every row of the message once (who, when);
+    /// the JSON and the export carry the mark.
+    @Test func releaseMarksTheRowsOnceAndTheExportShowsIt() throws {
+        let log = try ModerationLog(path: temporaryDatabase(), config: ModerationLogConfig(), logger: nil)
+        let (candidate, verdict) = hiddenCopy()
+        let record = try #require(
+            ModerationRecord(candidate: candidate, verdict: verdict, channel: "u4pruyd", displayName: nil, judgedAt: now, logText: true))
+        try log.append(record)
+        #expect(try log.records(ModerationQuery()).first?.releasedAt == nil)
+        #expect(try log.markReleased(messageID: "x9", at: now + 60, by: "cli") == 1)
+        #expect(try log.markReleased(messageID: "x9", at: now + 90, by: "console") == 0, "released once: the first mark stays")
+        let stored = try #require(try log.records(ModerationQuery()).first)
+        #expect(stored.releasedAt == now + 60 && stored.releasedBy == "cli")
+        #expect(stored.jsonValue["released_by"] == .string("cli"))
+        #expect(ModerationExport.csvHeader.hasSuffix(",released_at_utc,released_by"))
+        #expect(ModerationExport.csvRow(stored, redactText: false).hasSuffix(",\(ModerationExport.utcTimestamp(now + 60)),cli"))
+    }
+
+    /// A database written before the release marks (schema 1) opens, keeps its rows, and takes marks.
+    @Test func aVersionOneDatabaseIsUpgradedKeepingItsRows() throws {
+        let path = temporaryDatabase()
+        let db = try SQLiteDatabase(path: path)
+        try db.execute(
+            """
+            CREATE TABLE schema_versions(component TEXT PRIMARY KEY, version INTEGER NOT NULL);
+            INSERT INTO schema_versions VALUES ('modlog', 1);
+            CREATE TABLE modlog_records(id INTEGER PRIMARY KEY AUTOINCREMENT, judged_at REAL NOT NULL, direction TEXT NOT NULL,
+              channel TEXT NOT NULL, sender TEXT NOT NULL, display_name TEXT, message_id TEXT NOT NULL, message_ts REAL NOT NULL,
+              rule TEXT NOT NULL, shadow INTEGER NOT NULL, figures TEXT NOT NULL, text TEXT, text_sha256 TEXT NOT NULL);
+            INSERT INTO modlog_records(judged_at, direction, channel, sender, message_id, message_ts, rule, shadow, figures, text, text_sha256)
+              VALUES (1750000000, 'nostr-to-mesh', 'u4pruy', 'ab', 'm1', 1750000000, 'messageRate', 0, '{}', 'old row', '00');
+            """)
+        db.close()
+        let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+        let rows = try log.records(ModerationQuery())
+        #expect(rows.map(\.text) == ["old row"] && rows.first?.releasedAt == nil)
+        #expect(try log.markReleased(messageID: "m1", at: now, by: "console") == 1)
     }
 
     @Test func configFromJSONNamesTheBadField() throws {

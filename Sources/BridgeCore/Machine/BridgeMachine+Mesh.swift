@@ -31,7 +31,10 @@ extension BridgeMachine {
             let noise = message.noisePublicKey ?? peers.noiseKeys[message.sender]
             let fingerprint = noise.map { Hex.encode(SHA256.hash($0)) }
             let identity = noise.flatMap { try? IdentityKey.mesh(noiseKey: $0) }
-            return perform(router.meshMessage(message, senderKey: fingerprint ?? message.sender.hex, identity: identity, now: now), now: now)
+            let senderKey = fingerprint ?? message.sender.hex
+            return perform(
+                router.meshMessage(message, senderKey: senderKey, identity: identity, now: now), now: now,
+                judged: .meshMessage(message, senderKey: senderKey))
         case .carrier(let carrier):
             return perform(router.meshCarrier(carrier, now: now), now: now)
         case .syncRequest(let link, let input):

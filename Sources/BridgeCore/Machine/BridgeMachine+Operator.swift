@@ -120,32 +120,45 @@ extension BridgeMachine {
 
     /// Why a release did not happen.
     public enum ReleaseError: Error, Equatable, Sendable, CustomStringConvertible {
-        /// Not among the hidden channel messages this run still holds (a mesh message, an older one, or a restart).
+        /// Not among the hidden messages this run still holds (an older one, a would-hide of shadow mode, a restart).
         case notHeld(String)
         case refused(BridgeRouter.ReleaseRefusal)
+        /// A hidden mesh line reaches Nostr only as the bridge's mirror line, and the uplink mirror is off.
+        case mirrorOff(String)
 
         public var description: String {
             switch self {
             case .notHeld(let id):
-                "message \(id) is not held for release (only this run's last \(HeldMessages.Limits.maxHeld) hidden channel messages are)"
+                "message \(id) is not held for release (only this run's last \(HeldMessages.Limits.maxHeld) hidden messages are)"
             case .refused(let refusal): refusal.description
+            case .mirrorOff(let id):
+                "mesh message \(id) reaches Nostr only as the bridge's mirror line, and the uplink mirror is off (text_mirror up or both)"
             }
         }
     }
 
-    /// Releases a hidden channel message (the console): through the router's normal path — channel rules with the
-    /// ±900 s window, loop rules, downlink budget — the judge alone skipped.
-    public mutating func release(messageID: String, now: Double) -> (result: Result<Void, ReleaseError>, actions: [Action]) {
-        guard let event = held.event(messageID) else { return (.failure(.notHeld(messageID)), []) }
-        switch router.release(event, now: now, random: random.unit()) {
-        case .failure(let refusal):
-            return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
-                ("event.id", .string(messageID)), ("reason", .string(refusal.description)),
-            ]))])
-        case .success:
-            held.forget(messageID)
-            return (.success(()), [.log(LogLine(.notice, "released by the operator", [("event.id", .string(messageID))]))])
+    /// Releases a hidden message, either way, through the normal path with the judge alone skipped: a channel event
+    /// onto the mesh (channel rules with the ±900 s window, loop rules, downlink budget), a mesh line onto Nostr as
+    /// the bridge's mirror line. `by` says who released it (`console`, `cli`); the moderation log marks its rows.
+    public mutating func release(messageID: String, by: String, now: Double) -> (result: Result<Void, ReleaseError>, actions: [Action]) {
+        guard let item = held.item(messageID) else { return (.failure(.notHeld(messageID)), []) }
+        var actions: [Action] = []
+        switch item {
+        case .channelEvent(let event):
+            if case .failure(let refusal) = router.release(event, now: now, random: random.unit()) {
+                return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
+                    ("message.id", .string(messageID)), ("reason", .string(refusal.description)),
+                ]))])
+            }
+        case .meshMessage(let message, let senderKey):
+            guard router.settings.mirrorUplink, router.settings.channel != nil else { return (.failure(.mirrorOff(messageID)), []) }
+            actions += mirrorUplink(message, senderKey: senderKey, now: now)
         }
+        held.forget(messageID)
+        return (.success(()), actions + [
+            .released(messageID: messageID, by: by, at: now),
+            .log(LogLine(.notice, "released by the operator", [("message.id", .string(messageID)), ("released.by", .string(by))])),
+        ])
     }
 
     // MARK: Priority authors

@@ -122,6 +122,8 @@ public struct BridgeMachine {
         case keepFleetList(NostrEvent)
         /// The authors whose events the relay side verifies first once a relay's budget is spent.
         case priorityAuthors(Set<String>)
+        /// The operator released a hidden message: its moderation-log rows are marked (who, when).
+        case released(messageID: String, by: String, at: Double)
         case log(LogLine)
         /// The console's live view.
         case activity(BridgeActivity)
@@ -289,15 +291,15 @@ public struct BridgeMachine {
         let key = try? IdentityKey.nostr(pubkey: event.pubkey.bytes)
         let protected = key.map { key in router.judge.isStaff(key) || operatorLists?.verified.contains(key) == true } ?? false
         let unit = random.unit()
-        return actions + perform(router.relayEvent(event, now: now, random: unit, protected: protected), now: now, relayEvent: event)
+        return actions + perform(router.relayEvent(event, now: now, random: unit, protected: protected), now: now, judged: .channelEvent(event))
     }
 
     // MARK: The router's actions
 
     /// The router's actions as the executor's: downlinks become mesh packets, the uplink mirror a signed event,
-    /// a hidden channel event (`relayEvent`) is held for a release, and the live view gets every verdict and
+    /// a hidden message (`judged`: a channel event or a mesh line) is held for a release, and the live view gets every verdict and
     /// crossing.
-    mutating func perform(_ routed: [BridgeRouter.Action], now: Double, relayEvent: NostrEvent? = nil) -> [Action] {
+    mutating func perform(_ routed: [BridgeRouter.Action], now: Double, judged: HeldMessages.Held? = nil) -> [Action] {
         var actions: [Action] = []
         if configuration.liveView { actions += report(router.takeJudgements(), routed, now: now) } else { _ = router.takeJudgements() }
         // The router remembers a forwarded uplink as published right before publishing it: it is kept until a
@@ -323,11 +325,8 @@ public struct BridgeMachine {
                 lastMeshVerdict = (stableID, relay)
                 actions.append(.mesh(.relayVerdict(stableID: stableID, relay: relay)))
             case .recordHidden(let report):
-                if let relayEvent, !report.shadow, report.candidate.direction == .nostrToMesh,
-                   relayEvent.id.hex == report.candidate.messageID
-                {
-                    held.hold(relayEvent)
-                }
+                // What was judged is held for a release (a hide, not a shadow would-hide: that one went on).
+                if let judged, !report.shadow, judged.id == report.candidate.messageID { held.hold(judged) }
                 actions += [.log(hiddenLine(report)), .hidden(report)]
             }
         }
@@ -434,7 +433,7 @@ public struct BridgeMachine {
     /// The opt-in uplink mirror: the public mesh message becomes a channel event signed by a key derived for its
     /// author (`mesh|<fingerprint>|<geohash>`), `n` = `<nickname>@mesh`, mined to the configured target. Mining
     /// 16 bits costs ~65,000 hashes (tens of ms); higher targets are capped by the configuration (≤ 32).
-    private mutating func mirrorUplink(_ message: MeshPublicMessage, senderKey: String, now: Double) -> [Action] {
+    mutating func mirrorUplink(_ message: MeshPublicMessage, senderKey: String, now: Double) -> [Action] {
         guard let channel else { return [] }
         do {
             let key = try NostrKeyDerivation.secretKey(
