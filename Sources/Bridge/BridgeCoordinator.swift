@@ -232,6 +232,7 @@ public actor BridgeCoordinator {
             case .keepFleetList(let event): store.keepFleetList(event)
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
             case .released(let id, let by, let at): store.markReleased(messageID: id, by: by, at: at)
+            case .keepHeld(let item, let at): store.keepHeld(item, at: at)
             case .log(let line): logger.log(line.level, line.message, line.metadata)
             case .activity(let item): activity?(item)
             }

@@ -85,6 +85,13 @@ public final class BridgeStoreService: @unchecked Sendable {
         changeToken = try? stores.externalChanges?.changeToken()
         var restored = BridgeMachine.Restored(operatorLists: stores.identities.operatorLists)
         restored.marks = readMarks()
+        if let store = stores.held {
+            do { restored.held = try store.held(now: Double(now) / 1000) } catch {
+                logger.error("cannot read the hidden messages kept for release; earlier hides cannot be released", [
+                    ("error", .string(error.description)),
+                ])
+            }
+        }
         loadPins()
         if let journal = stores.syncJournal {
             do { restored.sync = try journal.restore(now: now) } catch {
@@ -191,8 +198,19 @@ public final class BridgeStoreService: @unchecked Sendable {
     func markReleased(messageID: String, by: String, at: Double) {
         do {
             try stores.moderationLog?.markReleased(messageID: messageID, at: at, by: by)
+            try stores.held?.remove(messageID)
         } catch {
             failed(\.failedModerationWrites, "moderation log release mark failed; the message was released", error, id: nil)
+        }
+    }
+
+    /// A hidden message kept for a release after a restart; a failed write is counted (it stays releasable while
+    /// this run lasts).
+    func keepHeld(_ item: HeldMessages.Held, at: Double) {
+        do {
+            try stores.held?.keep(item, at: at)
+        } catch {
+            failed(\.failedModerationWrites, "hidden message not kept on disk; it is releasable until the bridge stops", error, id: nil)
         }
     }
 

@@ -139,6 +139,8 @@ public struct BridgeStores: @unchecked Sendable {
     public var boardLedger: (any BoardNostrLedgering)?
     /// The kept fleet list (with fleet moderation on): nil = not kept, a restart waits for the relays.
     public var fleetList: (any FleetListKeeping)?
+    /// Hidden messages kept for a release across a restart: nil = this run's memory only.
+    public var held: HeldMessageStore?
 
     public init(
         recent: any RecentEventRecording, identities: PeerIdentityCache, uplinks: (any PendingUplinkStoring)? = nil,

@@ -68,11 +68,12 @@ struct RuntimeStores: @unchecked Sendable {
             let recent = try RecentEventStore(database: database)
             let identities = PeerIdentityCache(store: try SQLiteIdentityStore(database: database), logger: logger.child("identities"))
             let moderationLog = try ModerationLog(database: database, config: modlogConfig, logger: logger.child("modlog"))
-            let stores = BridgeStores(
+            var stores = BridgeStores(
                 recent: recent, identities: identities, uplinks: try UplinkStore(database: database), moderationLog: moderationLog,
                 externalChanges: database, syncJournal: try SQLiteSyncJournal(database: database),
                 boardLedger: config.gateway ? try BoardNostrLedger(database: database) : nil,
                 fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
+            stores.held = try HeldMessageStore(database: database)
             let limit = RecentEventStore.Limits.maxRows
             let remembered = RememberedEvents(
                 published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),

@@ -56,4 +56,26 @@ struct ReleaseTests {
         #expect(throws: ControlSocket.RequestError.self) { try Self.release(mesh.id, on: bridge) }
         await site.stop()
     }
+
+    @Test("hides are kept on disk: after a graceful restart a hidden mesh line is still released onto Nostr, once")
+    func releaseAfterARestart() async throws {
+        let site = Site(name: "release-restart")
+        let relay = try site.relay()
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air], settings: ["BRIDGE_TEXT_MIRROR": "both"])
+        let flooder = await site.phone("flooder", on: [air])
+        #expect(await flooder.meets(bridge))
+        var hidden: (id: String, text: String)?
+        for i in 1...10 {
+            let text = "a line kept over a restart, number \(i)"
+            let id = await flooder.say(text)
+            if await bridge.verdict(on: id)?.kind == .hidden, hidden == nil { hidden = (id, text) }
+        }
+        let line = try #require(hidden, "the burst's tail is hidden")
+        try await bridge.restart()
+        #expect(try Self.release(line.id, on: bridge)["ok"] == .bool(true))
+        #expect(await relay.published.first(within: 20) { $0.kind == NostrKind.ephemeralChat && $0.content == line.text } != nil)
+        #expect(throws: ControlSocket.RequestError.self) { try Self.release(line.id, on: bridge) }
+        await site.stop()
+    }
 }

@@ -69,6 +69,8 @@ public struct BridgeMachine {
         public var keptFleetList: NostrEvent?
         /// Uplinks an earlier run left unacknowledged, oldest first (they stay in the store until acknowledged).
         public var pendingUplinks: [NostrEvent]
+        /// Hidden messages an earlier run kept for a release, oldest first.
+        public var held: [HeldMessages.Held] = []
 
         public init(
             operatorLists: OperatorLists? = .empty, marks: OperatorMarks? = nil, sync: SyncStores = SyncStores(),
@@ -122,8 +124,11 @@ public struct BridgeMachine {
         case keepFleetList(NostrEvent)
         /// The authors whose events the relay side verifies first once a relay's budget is spent.
         case priorityAuthors(Set<String>)
-        /// The operator released a hidden message: its moderation-log rows are marked (who, when).
+        /// The operator released a hidden message: its moderation-log rows are marked (who, when), and it is no
+        /// longer kept for a release.
         case released(messageID: String, by: String, at: Double)
+        /// Keep a hidden message on disk for a release after a restart (bounded by the store).
+        case keepHeld(HeldMessages.Held, at: Double)
         case log(LogLine)
         /// The console's live view.
         case activity(BridgeActivity)
@@ -220,6 +225,7 @@ public struct BridgeMachine {
         operatorLists = restored.operatorLists
         sync = restored.sync
         ledger = BoardLedger(restored.ledger)
+        for item in restored.held { held.hold(item) }
         var actions = setLocalMarks(restored.marks ?? localMarks, log: false, now: now)
         if let kept = restored.keptFleetList, fleet != nil { actions += offerFleetList(kept, from: "kept file", now: now) }
         for event in restored.pendingUplinks {
@@ -326,7 +332,10 @@ public struct BridgeMachine {
                 actions.append(.mesh(.relayVerdict(stableID: stableID, relay: relay)))
             case .recordHidden(let report):
                 // What was judged is held for a release (a hide, not a shadow would-hide: that one went on).
-                if let judged, !report.shadow, judged.id == report.candidate.messageID { held.hold(judged) }
+                if let judged, !report.shadow, judged.id == report.candidate.messageID {
+                    held.hold(judged)
+                    actions.append(.keepHeld(judged, at: now))
+                }
                 actions += [.log(hiddenLine(report)), .hidden(report)]
             }
         }

@@ -1,3 +1,5 @@
+public import BotSupport
+import BitchatWire
 public import Mesh
 public import Nostr
 
@@ -46,5 +48,46 @@ public struct HeldMessages: Sendable {
     public mutating func forget(_ id: String) {
         guard items.removeValue(forKey: id) != nil else { return }
         order.removeAll { $0 == id }
+    }
+}
+
+extension HeldMessages.Held {
+    /// The form the executor keeps on disk (``HeldMessages`` across a restart): a channel event as its signed
+    /// NIP-01 JSON (verified again when read back), a mesh line as its fields.
+    public var jsonValue: JSONValue {
+        switch self {
+        case .channelEvent(let event):
+            return .object([("kind", .string("channel_event")), ("event", .string(event.json))])
+        case .meshMessage(let message, let senderKey):
+            return .object([
+                ("kind", .string("mesh_message")), ("sender", .string(message.sender.hex)), ("nickname", .string(message.nickname)),
+                ("text", .string(message.text)), ("timestamp", .integer(Int64(clamping: message.timestamp))),
+                ("stable_id", .string(message.stableID)), ("ttl", .integer(Int64(message.ttl))),
+                ("noise_key", message.noisePublicKey.map { .string(Hex.encode($0)) } ?? .null), ("sender_key", .string(senderKey)),
+            ])
+        }
+    }
+
+    /// What ``jsonValue`` wrote, or nil for a row that no longer reads (a damaged row is dropped, never released).
+    public init?(json: JSONValue) {
+        switch json["kind"]?.stringValue {
+        case "channel_event":
+            guard let text = json["event"]?.stringValue, let event = try? UnverifiedEvent(json: text).verified() else { return nil }
+            self = .channelEvent(event)
+        case "mesh_message":
+            guard let senderHex = json["sender"]?.stringValue, let sender = try? MeshPeerID(hex: senderHex),
+                let nickname = json["nickname"]?.stringValue, let text = json["text"]?.stringValue,
+                let timestamp = json["timestamp"]?.integerValue, timestamp >= 0, let stableID = json["stable_id"]?.stringValue,
+                let ttl = json["ttl"]?.integerValue, (0...255).contains(ttl), let senderKey = json["sender_key"]?.stringValue
+            else { return nil }
+            let noise = json["noise_key"]?.stringValue.flatMap { try? Hex.decode($0) }
+            self = .meshMessage(
+                MeshPublicMessage(
+                    sender: sender, nickname: nickname, text: text, timestamp: UInt64(timestamp), stableID: stableID, ttl: UInt8(ttl),
+                    noisePublicKey: noise),
+                senderKey: senderKey)
+        default:
+            return nil
+        }
     }
 }
