@@ -1,4 +1,4 @@
-import BitchatWire
+public import BitchatWire
 import BotCrypto
 import BotSupport
 import Geohash
@@ -116,6 +116,22 @@ extension BridgeRouter {
             return actions
         }
         return actions + publishActions(event)
+    }
+
+    /// The operator releases a hidden deposit: it goes on as an accepted one would (published, or queued while no
+    /// relay is connected) — the judge alone skipped, the loop rules and the ±900 s window kept.
+    public mutating func releaseDeposit(_ event: NostrEvent, from depositor: MeshPeerID, now: Double) -> Result<[Action], ReleaseRefusal> {
+        let age = Int64(now) - event.createdAt
+        guard abs(age) <= EventRules.Limits.maxEventAgeSeconds else { return .failure(.rule(age > 0 ? .stale : .future, ageSeconds: age)) }
+        guard loop.mayPublish(event.id, signer: event.pubkey) else { return .failure(.alreadyCarried) }
+        counters.depositsAccepted += 1
+        counters.released += 1
+        guard relaysUp else {
+            counters.depositDrops.add(.queueFull, uplinks.enqueue(event, from: depositor).count)
+            counters.depositsQueued += 1
+            return .success([])
+        }
+        return .success(publishActions(event))
     }
 
     mutating func publishActions(_ event: NostrEvent) -> [Action] {

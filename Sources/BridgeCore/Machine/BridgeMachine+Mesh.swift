@@ -4,6 +4,7 @@ import BotSupport
 import Identity
 import Mesh
 import MeshSync
+import Nostr
 
 /// The machine's mesh side: verified and lost peers (the island's other bridges), public messages and carriers
 /// to the router, gossip sync requests and rounds answered from the sync stores, verified packets kept for sync
@@ -36,7 +37,12 @@ extension BridgeMachine {
                 router.meshMessage(message, senderKey: senderKey, identity: identity, now: now), now: now,
                 judged: .meshMessage(message, senderKey: senderKey))
         case .carrier(let carrier):
-            return perform(router.meshCarrier(carrier, now: now), now: now)
+            let routed = router.meshCarrier(carrier, now: now)
+            // A hidden deposit is held for a release: its event read back from the carrier (the router verified it;
+            // only hides pay for reading it again).
+            let hidden = routed.contains { if case .recordHidden(let report) = $0 { !report.shadow } else { false } }
+            let event = hidden ? try? UnverifiedEvent(json: String(decoding: carrier.payload.eventJSON, as: UTF8.self)).verified() : nil
+            return perform(routed, now: now, judged: event.map { .deposit($0, depositor: carrier.sender) })
         case .syncRequest(let link, let input):
             guard var responder else { return [] }
             let answer = responder.answer(input, from: &sync, now: nowMs)

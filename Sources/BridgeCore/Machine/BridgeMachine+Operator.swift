@@ -150,6 +150,14 @@ extension BridgeMachine {
                     ("message.id", .string(messageID)), ("reason", .string(refusal.description)),
                 ]))])
             }
+        case .deposit(let event, let depositor):
+            switch router.releaseDeposit(event, from: depositor, now: now) {
+            case .failure(let refusal):
+                return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
+                    ("message.id", .string(messageID)), ("reason", .string(refusal.description)),
+                ]))])
+            case .success(let routed): actions += perform(routed, now: now)
+            }
         case .meshMessage(let message, let senderKey):
             guard router.settings.mirrorUplink, router.settings.channel != nil else { return (.failure(.mirrorOff(messageID)), []) }
             actions += mirrorUplink(message, senderKey: senderKey, now: now)

@@ -1,5 +1,5 @@
 public import BotSupport
-import BitchatWire
+public import BitchatWire
 public import Mesh
 public import Nostr
 
@@ -17,11 +17,13 @@ public struct HeldMessages: Sendable {
     public enum Held: Sendable, Equatable {
         case channelEvent(NostrEvent)
         case meshMessage(MeshPublicMessage, senderKey: String)
+        /// A mesh-only phone's deposit (its own signed event), released onto the relays as it would have been.
+        case deposit(NostrEvent, depositor: MeshPeerID)
 
         /// The id the moderation log and the console name it by: the event id hex, or the mesh stable ID.
         public var id: String {
             switch self {
-            case .channelEvent(let event): event.id.hex
+            case .channelEvent(let event), .deposit(let event, _): event.id.hex
             case .meshMessage(let message, _): message.stableID
             }
         }
@@ -58,6 +60,8 @@ extension HeldMessages.Held {
         switch self {
         case .channelEvent(let event):
             return .object([("kind", .string("channel_event")), ("event", .string(event.json))])
+        case .deposit(let event, let depositor):
+            return .object([("kind", .string("deposit")), ("event", .string(event.json)), ("depositor", .string(depositor.hex))])
         case .meshMessage(let message, let senderKey):
             return .object([
                 ("kind", .string("mesh_message")), ("sender", .string(message.sender.hex)), ("nickname", .string(message.nickname)),
@@ -74,6 +78,11 @@ extension HeldMessages.Held {
         case "channel_event":
             guard let text = json["event"]?.stringValue, let event = try? UnverifiedEvent(json: text).verified() else { return nil }
             self = .channelEvent(event)
+        case "deposit":
+            guard let text = json["event"]?.stringValue, let event = try? UnverifiedEvent(json: text).verified(),
+                let depositor = json["depositor"]?.stringValue.flatMap({ try? MeshPeerID(hex: $0) })
+            else { return nil }
+            self = .deposit(event, depositor: depositor)
         case "mesh_message":
             guard let senderHex = json["sender"]?.stringValue, let sender = try? MeshPeerID(hex: senderHex),
                 let nickname = json["nickname"]?.stringValue, let text = json["text"]?.stringValue,
