@@ -116,8 +116,10 @@ struct LoopbackHTTPServerTests {
             server.stop()
             server.stop()
         }
-        // The last port can be bound again at once (no lingering listener).
-        let server = LoopbackHTTPServer(host: "127.0.0.1", port: 0) { _, path in
+        // The last port can be bound again at once (no lingering listener). It comes from below the ephemeral range
+        // (``LoopbackPort``): a kernel-picked port was taken by another test's outgoing connection between the stop
+        // and the second bind (a fresh-clone run, 2026-12-06: "127.0.0.1:36963 is in use").
+        let server = LoopbackHTTPServer(host: "127.0.0.1", port: LoopbackPort.free()) { _, path in
             HTTPResponse(status: 200, contentType: "text/plain", body: Array(path.utf8))
         }
         try server.start()
