@@ -16,11 +16,9 @@ import Glibc
 final class DataDirectoryLock: Sendable {
     static let fileName = "bridge.lock"
 
-    let path: String
     private let descriptor: Atomic<Int32>
 
-    private init(path: String, descriptor: Int32) {
-        self.path = path
+    private init(descriptor: Int32) {
         self.descriptor = Atomic(descriptor)
     }
 
@@ -47,7 +45,7 @@ final class DataDirectoryLock: Sendable {
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
         _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return DataDirectoryLock(path: path, descriptor: fd)
+        return DataDirectoryLock(descriptor: fd)
     }
 
     /// Gives the lock up (the stop, after the database's checkpoint); the file stays, with a PID nobody holds.

@@ -20,14 +20,16 @@ struct MetricsSource: Sendable {
     func gather() async -> BridgeMetrics {
         var metrics = BridgeMetrics()
         metrics.add(await coordinator.snapshot())
-        Self.addRelays(pool.snapshot(), to: &metrics)
+        let relays = pool.snapshot()
+        Self.addRelays(relays, to: &metrics)
         metrics.queueDrops[.relayEvents] = pool.droppedEvents
         metrics.mesh = await node.counters
         metrics.meshNode = await node.driverCounters
-        metrics.meshTransport = transport.status
+        let mesh = transport.status
+        metrics.meshTransport = mesh
         metrics.uptimeSeconds = Double((ContinuousClock.now - startedAt).components.seconds)
         metrics.build = .init(version: BridgeVersion.string, commit: BridgeVersion.commit)
-        let report = BridgeHealth(startedAt: startedAt).evaluate(Self.healthInputs(relays: pool.snapshot(), mesh: transport.status), now: .now)
+        let report = BridgeHealth(startedAt: startedAt).evaluate(Self.healthInputs(relays: relays, mesh: mesh), now: .now)
         metrics.health = Dictionary(report.checks.map { ($0.name, $0.ok) }) { first, _ in first }
         metrics.process = ProcessFigures.read()
         return metrics

@@ -35,7 +35,7 @@ struct PositionalSpec {
 }
 
 /// A (sub)command's interface: what the parser accepts, and the help generated from it (so every form help lists
-/// is one the parser takes: `CommandLineSpecTests`).
+/// is one the parser takes: `HelpFormsTests`).
 struct CommandSpec {
     let path: String
     let summary: String

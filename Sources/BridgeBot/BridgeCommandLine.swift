@@ -33,7 +33,7 @@ enum BridgeCommandLine {
         ("radio-hub", "Run a virtual radio segment over loopback TCP for mesh tests and demos.",
          .single(Subcommand("radio-hub", RadioHubCommand.spec, run: RadioHubCommand.run))),
         ("spam", "Explain the spam filter's verdict on a text, or judge a recorded stream (JSON lines).", .group(SpamCommand.group)),
-        ("modlog", "Show or export the moderation log (messages the spam filter hid, with rule and figures).", .group(ModlogCommand.group)),
+        ("modlog", "Show, export or release from the moderation log (messages the spam filter hid, with rule and figures).", .group(ModlogCommand.group)),
         ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).",
          .single(Subcommand("console-token", ConsoleTokenCommand.spec, run: ConsoleTokenCommand.run))),
         ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", .group(NoticeCommand.group)),

@@ -57,14 +57,15 @@ enum ModlogCommand {
 
     static let releaseSpec = CommandSpec(
         path: "modlog release",
-        summary: "Release a hidden message through the running bridge, either way: onto the mesh, or onto Nostr as its mirror line.",
+        summary: "Release a hidden message through the running bridge, either way: onto the mesh, or onto Nostr.",
         positionals: [PositionalSpec(name: "ID")],
         options: [.value("--data-dir", "DIR", "Data directory of the running bridge (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge).")],
         details: """
             ID is the message id the moderation log shows (a Nostr event id, or a mesh message's id). The message takes
-            the normal path with the judge alone skipped; its log rows are marked released (by cli, and when). Exit 1
-            when no bridge runs on the data directory or it cannot release the message (not held: this run keeps its
-            last 1,000 hides; a mesh line needs the uplink mirror on).
+            the normal path with the judge alone skipped (a mesh-only phone's deposit as its own event, a mesh line as
+            the bridge's mirror line); its log rows are marked released (by cli, and when). Exit 1 when no bridge runs
+            on the data directory or it cannot release the message (not held: the bridge keeps the last 1,000 hides of
+            24 hours; a mesh line needs the uplink mirror on).
             """)
 
     static let group = CommandGroup(
@@ -75,12 +76,7 @@ enum ModlogCommand {
 
     static func release(_ args: ParsedArguments) throws(CommandExit) {
         let id = args.positionals[0]
-        let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
-        do {
-            _ = try ControlSocket.request(.object([("op", .string("modlog.release")), ("id", .string(id))]), dataDirectory: dataDirectory)
-        } catch {
-            throw .failure(error.description)
-        }
+        _ = try ControlSocket.call(.object([("op", .string("modlog.release")), ("id", .string(id))]), args)
         print("released \(id): it takes the normal path (loop rules, budgets); its moderation-log rows are marked")
     }
 

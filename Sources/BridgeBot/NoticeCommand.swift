@@ -51,12 +51,12 @@ enum NoticeCommand {
             request.append(("expires", .string(expires)))
         }
         if let geohash = args.value("--geohash") { request.append(("geohash", .string(geohash))) }
-        let answer = try call(.object(request), args)
+        let answer = try ControlSocket.call(.object(request), args)
         print(answer["notice"]?["id"]?.stringValue ?? "")
     }
 
     static func list(_ args: ParsedArguments) throws(CommandExit) {
-        let answer = try call(.object([("op", .string("notice.list"))]), args)
+        let answer = try ControlSocket.call(.object([("op", .string("notice.list"))]), args)
         guard case .array(let notices)? = answer["notices"] else { throw .failure("the bridge's answer has no notices") }
         for notice in notices {
             if args.has("--json") {
@@ -72,16 +72,7 @@ enum NoticeCommand {
     static func withdraw(_ args: ParsedArguments) throws(CommandExit) {
         let positionals = args.positionals
         guard (try? Hex.decode(positionals[0])) != nil else { throw .usage("ID '\(positionals[0])' is not hex") }
-        _ = try call(.object([("op", .string("notice.withdraw")), ("id", .string(positionals[0]))]), args)
+        _ = try ControlSocket.call(.object([("op", .string("notice.withdraw")), ("id", .string(positionals[0]))]), args)
         print("withdrawn \(positionals[0])")
-    }
-
-    /// One request over `<data-dir>/control.sock`; an `ok:false` answer becomes exit 1 with its error.
-    static func call(_ request: JSONValue, _ args: ParsedArguments) throws(CommandExit) -> JSONValue {
-        do {
-            return try ControlSocket.request(request, dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
-        } catch {
-            throw .failure(error.description)
-        }
     }
 }

@@ -109,13 +109,18 @@ extension BridgeRouter {
         if isMessage {
             guard judgeEvent(event, direction: .meshToNostr, now: now, into: &actions) else { return actions }
         }
+        return actions + accept(event, from: carrier.sender)
+    }
+
+    /// An accepted deposit: published, or queued while no relay is connected.
+    private mutating func accept(_ event: NostrEvent, from depositor: MeshPeerID) -> [Action] {
         counters.depositsAccepted += 1
         guard relaysUp else {
-            counters.depositDrops.add(.queueFull, uplinks.enqueue(event, from: carrier.sender).count)
+            counters.depositDrops.add(.queueFull, uplinks.enqueue(event, from: depositor).count)
             counters.depositsQueued += 1
-            return actions
+            return []
         }
-        return actions + publishActions(event)
+        return publishActions(event)
     }
 
     /// The operator releases a hidden deposit: it goes on as an accepted one would (published, or queued while no
@@ -124,14 +129,8 @@ extension BridgeRouter {
         let age = Int64(now) - event.createdAt
         guard abs(age) <= EventRules.Limits.maxEventAgeSeconds else { return .failure(.rule(age > 0 ? .stale : .future, ageSeconds: age)) }
         guard loop.mayPublish(event.id, signer: event.pubkey) else { return .failure(.alreadyCarried) }
-        counters.depositsAccepted += 1
         counters.released += 1
-        guard relaysUp else {
-            counters.depositDrops.add(.queueFull, uplinks.enqueue(event, from: depositor).count)
-            counters.depositsQueued += 1
-            return .success([])
-        }
-        return .success(publishActions(event))
+        return .success(accept(event, from: depositor))
     }
 
     mutating func publishActions(_ event: NostrEvent) -> [Action] {

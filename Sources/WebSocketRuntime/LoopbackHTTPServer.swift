@@ -236,23 +236,25 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         defer { close(fd) }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        func bind<Address>(_ address: Address) -> Int32 {
+            var address = address
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
+            }
+        }
         let bound: Int32
         if v6 {
             var socketAddress = sockaddr_in6()
             socketAddress.sin6_family = sa_family_t(AF_INET6)
             socketAddress.sin6_port = UInt16(port).bigEndian
             guard inet_pton(AF_INET6, address, &socketAddress.sin6_addr) == 1 else { return false }
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            bound = bind(socketAddress)
         } else {
             var socketAddress = sockaddr_in()
             socketAddress.sin_family = sa_family_t(AF_INET)
             socketAddress.sin_port = UInt16(port).bigEndian
             guard inet_pton(AF_INET, address, &socketAddress.sin_addr) == 1 else { return false }
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            bound = bind(socketAddress)
         }
         return bound != 0 && errno == EADDRINUSE
     }

@@ -1,3 +1,5 @@
+import BotSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,16 +46,6 @@ public struct ProcessFigures: Sendable, Equatable {
     }
 
     private static func text(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-            if bytes.count > 1 << 20 { return nil }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        (try? FileIO.read(path, maxBytes: 1 << 20)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -143,24 +143,23 @@ extension BridgeMachine {
     public mutating func release(messageID: String, by: String, now: Double) -> (result: Result<Void, ReleaseError>, actions: [Action]) {
         guard let item = held.item(messageID) else { return (.failure(.notHeld(messageID)), []) }
         var actions: [Action] = []
+        var refused: BridgeRouter.ReleaseRefusal?
         switch item {
         case .channelEvent(let event):
-            if case .failure(let refusal) = router.release(event, now: now, random: random.unit()) {
-                return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
-                    ("message.id", .string(messageID)), ("reason", .string(refusal.description)),
-                ]))])
-            }
+            if case .failure(let refusal) = router.release(event, now: now, random: random.unit()) { refused = refusal }
         case .deposit(let event, let depositor):
             switch router.releaseDeposit(event, from: depositor, now: now) {
-            case .failure(let refusal):
-                return (.failure(.refused(refusal)), [.log(LogLine(.notice, "release refused", [
-                    ("message.id", .string(messageID)), ("reason", .string(refusal.description)),
-                ]))])
+            case .failure(let refusal): refused = refusal
             case .success(let routed): actions += perform(routed, now: now)
             }
         case .meshMessage(let message, let senderKey):
             guard router.settings.mirrorUplink, router.settings.channel != nil else { return (.failure(.mirrorOff(messageID)), []) }
             actions += mirrorUplink(message, senderKey: senderKey, now: now)
+        }
+        if let refused {
+            return (.failure(.refused(refused)), [.log(LogLine(.notice, "release refused", [
+                ("message.id", .string(messageID)), ("reason", .string(refused.description)),
+            ]))])
         }
         held.forget(messageID)
         return (.success(()), actions + [
