@@ -22,6 +22,11 @@ WORKDIR /src
 COPY Package.swift relays.json ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+# The commit bitchat_bridge_build_info{commit} names (the context has no .git):
+#   docker build --build-arg BRIDGE_COMMIT=$(git rev-parse --short=12 HEAD) .   (compose passes $BRIDGE_COMMIT)
+ARG BRIDGE_COMMIT=unknown
+RUN sed -i "s/public static let commit = \"[^\"]*\"/public static let commit = \"${BRIDGE_COMMIT}\"/" Sources/BridgeApp/BuildCommit.swift \
+    && grep -q "\"${BRIDGE_COMMIT}\"" Sources/BridgeApp/BuildCommit.swift
 RUN swift build -c release --static-swift-stdlib --product bitchat-bridge \
     && install -D -m 0755 "$(swift build -c release --static-swift-stdlib --show-bin-path)/bitchat-bridge" /out/bitchat-bridge \
     && strip /out/bitchat-bridge \

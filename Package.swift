@@ -168,7 +168,7 @@ let package = Package(
         ),
         // End-to-end tests of the built executable (it is built by `swift build --build-tests`).
         .testTarget(
-            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BotSupport", "BotCrypto", "Bridge", "BridgeCore", "Nostr", "WebSocketRuntime"]
+            name: "BridgeBotTests", dependencies: ["BridgeTestSupport", "BridgeTesting", "BotSupport", "BotCrypto", "Bridge", "BridgeCore", "Nostr", "WebSocketRuntime"]
         ),
         // The command line's own spec, in process (the executable target, imported for testing).
         .testTarget(name: "BridgeCLITests", dependencies: ["BridgeBot", "BridgeApp"]),

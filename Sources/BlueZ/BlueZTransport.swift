@@ -129,27 +129,9 @@ public final class BlueZTransport: MeshTransport, @unchecked Sendable {
     /// Opens the system bus, finds and powers the adapter, exports and registers the GATT application and
     /// advertisement, starts discovery, then hands the bus to the owner thread.
     public static func start(options: Options, logger: Logger) throws(BlueZError) -> BlueZTransport {
-        let bus: SDBusConnection
-        do {
-            bus = try SDBusConnection.openSystem()
-        } catch {
-            throw .busUnavailable(error.message)
-        }
-        let owned: [DBusValue]
-        do throws(DBusError) {
-            owned = try bus.call(BlueZNames.dbus, "/org/freedesktop/DBus", BlueZNames.dbus, "NameHasOwner", [.string(BlueZNames.service)])
-        } catch {
-            throw error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .busUnavailable(error.description)
-        }
-        guard owned.first?.boolValue == true else { throw .bluezNotRunning }
-        let objects: [String: [String: [String: DBusValue]]]
-        do throws(DBusError) {
-            let reply = try bus.call(BlueZNames.service, "/", BlueZNames.objectManager, "GetManagedObjects")
-            objects = Self.managedObjects(reply)
-        } catch {
-            throw error.name == DBusError.accessDenied ? .permissionDenied(error.message) : .setupFailed(error.description)
-        }
-        let adapter = try Self.chooseAdapter(objects, named: options.adapter)
+        let bus = try BlueZSurvey.openSystemBus()
+        let survey = try BlueZSurvey.read(bus)
+        let adapter = try survey.adapter(named: options.adapter).path
         let inbox: OwnerInbox<(MeshLinkID, [UInt8])>
         do {
             inbox = try OwnerInbox()

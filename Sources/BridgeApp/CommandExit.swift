@@ -7,3 +7,13 @@ public enum CommandExit: Error {
     /// Help or version was printed; exit 0.
     case clean
 }
+
+extension CommandExit {
+    /// What the command says when it ends this way (empty for ``clean``).
+    public var message: String {
+        switch self {
+        case .usage(let message), .failure(let message): message
+        case .clean: ""
+        }
+    }
+}

@@ -44,6 +44,7 @@ extension MetricsSource {
             var figures = BridgeMetrics.RelayFigures()
             figures.state = relay.state.name
             figures.answering = relay.isAnswering
+            figures.clockOffset = stats.clockOffset
             figures.reconnects = max(0, stats.connects - 1)
             figures.framesReceived = stats.framesReceived
             figures.eventsReceived = stats.eventsReceived

@@ -37,6 +37,8 @@ enum BridgeCommandLine {
         ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).",
          .single(Subcommand("console-token", ConsoleTokenCommand.spec, run: ConsoleTokenCommand.run))),
         ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", .group(NoticeCommand.group)),
+        ("doctor", "Check this host before the gates open: data directory, Bluetooth, BlueZ settings, relays, clock.",
+         .single(Subcommand("doctor", DoctorCommand.spec, run: DoctorCommand.run))),
         ("status", "Show a running bridge's health and metrics from its loopback listener (exit 1 if unhealthy).",
          .single(Subcommand("status", StatusCommand.spec, run: StatusCommand.run))),
         ("bench", "Run a benchmark (figures and ratios against a reference, side by side).", .group(BenchCommand.group)),

@@ -55,6 +55,11 @@ public final class LoopbackRelay: @unchecked Sendable {
     private let shared = Mutex(Shared())
     private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let ended = Atomic<Bool>(false)
+    private let clockOffset = Atomic<Int64>(0)
+
+    /// Sets how far ahead (positive) or behind the relay's clock is, in seconds, as its upgrade answers' `Date`
+    /// header shows it (a relay, or a bridge host, without network time).
+    public func setClockOffset(_ seconds: Int64) { clockOffset.store(seconds, ordering: .relaxed) }
 
     /// Listens on a free loopback port and starts the owner thread.
     public init() throws {
@@ -249,7 +254,11 @@ public final class LoopbackRelay: @unchecked Sendable {
         }.first
         guard let key else { return false }
         let accept = Base64.encode(SHA1.hash(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
-        client.output += Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n".utf8)
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let date = HTTPDate.format(Int64(now.tv_sec) + clockOffset.load(ordering: .relaxed))
+        client.output += Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Accept: \(accept)\r\nDate: \(date)\r\n\r\n").utf8)
         client.upgraded = true
         return true
     }

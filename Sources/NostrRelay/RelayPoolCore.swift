@@ -549,8 +549,9 @@ public struct RelayPoolCore: Sendable {
     {
         var out: [RelayPoolEvent] = []
         switch event {
-        case .opened(let id):
+        case .opened(let id, let serverDate):
             guard let index = relayIndex(id) else { break }
+            relays[index].stats.clockOffset = serverDate.map { $0 - unixNow }
             let actions = relays[index].machine.opened(now: now)
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
         case .ended(let id, let failure):

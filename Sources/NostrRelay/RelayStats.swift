@@ -163,6 +163,9 @@ public struct RelayStats: Sendable, Equatable {
     /// Events and subscriptions re-sent after a successful NIP-42 AUTH (they had met `auth-required`).
     public var authRetried = 0
     public var authIgnored = 0
+    /// The relay's clock minus ours, in seconds, read from the `Date` header of its last upgrade answer (1 s
+    /// resolution, plus the round trip); nil when it sent none. Phones drop events outside ±900 s of their clocks.
+    public var clockOffset: Int64?
     /// Inbound drops by reason.
     public var drops = Tally<InboundDrop>()
     public var duplicates = 0

@@ -102,6 +102,23 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         }
     }
 
+    /// Whether a radio hub listens at `endpoint`: a TCP connect within `timeoutMs`, closed at once (nothing is
+    /// sent, so the hub sees a peer come and go). Nil when it connected, else why not.
+    public static func probe(_ endpoint: Endpoint, timeoutMs: Int32) -> RadioError? {
+        let started: (fd: Int32, connected: Bool)
+        do {
+            started = try Socket.startConnect(host: endpoint.host, port: endpoint.port)
+        } catch {
+            return error
+        }
+        defer { _ = Glibc.close(started.fd) }
+        if started.connected { return nil }
+        var entry = pollfd(fd: started.fd, events: Int16(POLLOUT), revents: 0)
+        guard poll(&entry, 1, timeoutMs) == 1 else { return .system(call: "connect", errno: ETIMEDOUT) }
+        let code = Socket.pendingError(started.fd)
+        return code == 0 ? nil : .system(call: "connect", errno: code)
+    }
+
     /// Connects to every endpoint (link IDs 1, 2, … in order) and starts the owner thread. An endpoint
     /// that cannot be reached now is an error (start-up should fail loudly); later losses are reconnected.
     public static func connect(_ endpoints: [Endpoint], logger: Logger = Logger(label: "radio")) throws(RadioError) -> RadioClientTransport {

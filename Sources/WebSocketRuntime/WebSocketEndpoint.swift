@@ -80,7 +80,9 @@ public enum WebSocketFailure: Equatable, Sendable, CustomStringConvertible {
 
 /// What the runtime reports, on its loop thread.
 public enum WebSocketEvent: Sendable {
-    case opened(ConnectionID)
+    /// The upgrade completed. `serverDate`: the server's clock from the answer's `Date` header (Unix seconds, 1 s
+    /// resolution), nil when it sent none or none that parses.
+    case opened(ConnectionID, serverDate: Int64? = nil)
     /// One complete text message (reassembled from fragments).
     case text(ConnectionID, [UInt8])
     /// A message larger than the configured limit was discarded while reassembling (counted, not parsed).

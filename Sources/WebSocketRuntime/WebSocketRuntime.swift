@@ -87,6 +87,8 @@ public final class WebSocketRuntime: @unchecked Sendable {
         /// The consumer asked to stop reading (``WebSocketRuntime/setReading(_:paused:)``).
         var readingPaused = false
         var peerCloseCode: Int?
+        /// The upgrade answer's `Date` (Unix seconds), read while lws still holds the answer's headers.
+        var serverDate: Int64?
 
         init(id: ConnectionID, endpoint: WebSocketEndpoint) {
             self.id = id
@@ -366,6 +368,16 @@ public final class WebSocketRuntime: @unchecked Sendable {
         return String(cString: text)
     }
 
+    /// One header of the server's upgrade answer (readable in `CLIENT_FILTER_PRE_ESTABLISH`), nil when absent.
+    private static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0, length < 256 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        let copied = buffer.withUnsafeMutableBufferPointer { lws_hdr_copy(wsi, $0.baseAddress, Int32($0.count), token) }
+        guard copied > 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(copied)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     fileprivate func timerFired() {
         assertOnLoop()
         if !stopping { onEvent(.timer) }
@@ -453,10 +465,13 @@ public final class WebSocketRuntime: @unchecked Sendable {
             if connection.closing {
                 lws_callback_on_writable(wsi)
             } else {
-                onEvent(.opened(connection.id))
+                onEvent(.opened(connection.id, serverDate: connection.serverDate))
                 if connection.readingPaused { lws_rx_flow_control(wsi, 0) }
                 if !connection.outbox.isEmpty || connection.pingPending { lws_callback_on_writable(wsi) }
             }
+        case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+            // The answer's headers are readable here, not after the upgrade.
+            connection.serverDate = Self.header(wsi, WSI_TOKEN_HTTP_DATE).flatMap(HTTPDate.parse)
         case LWS_CALLBACK_CLIENT_RECEIVE:
             receive(connection, wsi, input, length)
         case LWS_CALLBACK_CLIENT_WRITEABLE:

@@ -258,7 +258,7 @@ struct ContribMetricsTests {
         let catalogue = Dictionary(uniqueKeysWithValues: BridgeMetric.allCases.map { ($0.rawValue, Set($0.labels)) })
         let rules = try Self.ruleExpressions()
         let panels = try Self.dashboardExpressions()
-        #expect(rules.count == 8 && panels.count >= 25, "rules \(rules.count), dashboard targets \(panels.count)")
+        #expect(rules.count == 9 && panels.count >= 25, "rules \(rules.count), dashboard targets \(panels.count)")
         for expression in rules + panels {
             let uses = Self.uses(expression)
             #expect(!uses.isEmpty, "no bridge metric in \(expression)")

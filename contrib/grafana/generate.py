@@ -59,6 +59,9 @@ rows = [
         panel("Relay up, per relay", [target(f"bitchat_bridge_relay_up{SEL}", "{{relay}}")]),
         panel("Relay state", [target(f'sum by (state) (bitchat_bridge_relay_state{SEL})', "{{state}}")]),
         panel("Reconnects per minute", [target(rate("bitchat_bridge_relay_reconnects_total", "relay"), "{{relay}}")]),
+        panel("Relay clock offset", [target(f"bitchat_bridge_relay_clock_offset_seconds{SEL}", "{{relay}}")], unit="s",
+              description="The relay's clock minus the bridge's at connect; phones drop events beyond ±900 s "
+                          "(bitchat_bridge_relay_clock_offset_seconds)."),
         panel("Events per minute", [
             target(f"sum(rate(bitchat_bridge_events_received_total{SEL}[$__rate_interval])) * 60", "received"),
             target(f"sum(rate(bitchat_bridge_events_verified_total{SEL}[$__rate_interval])) * 60", "verified"),

@@ -7,6 +7,8 @@
 #    message reaches the same bridge process.
 # B. bridge = central on hci0, dbus-fast phone = peripheral on hci1: the same exchange the other way.
 # Each bridge must log its unregistration from BlueZ (advertisement + application) at SIGTERM.
+# D. `bitchat-bridge doctor` against real BlueZ first: the bus and hci0 (powered, LE central and peripheral) pass,
+#    and the testbed's main.conf (BlueZ's defaults) fails on ControllerMode and Privacy, as the rule says.
 # Exit 0 only if every step passed; every step is time-bounded. Prints E2E-TIMING lines.
 set -uo pipefail
 BRIDGE=${1:?usage: ble-bridge-e2e.sh /path/to/bitchat-bridge}
@@ -50,6 +52,23 @@ BRIDGE_LONG=$("$PY" -c "import sys; sys.path.insert(0, '$TOOLS'); import bitchat
 
 timeout 100 "$TOOLS/ble-up.sh" 2 || fail "ble-up"
 T_UP=$(up)
+
+# ---------------------------------------------------------------- D ---
+D_OUT=$LOGDIR/doctor.json
+BRIDGE_GEOHASH=u4pruy BRIDGE_DATA_DIR=/tmp/doctor-data BRIDGE_RELAYS=ws://127.0.0.1:9 BRIDGE_RELAY_DIRECTORY=off \
+	BRIDGE_MESH=bluez:hci0 timeout 30 "$BRIDGE" doctor --json --timeout 2 --bluez-conf "$TOOLS/main.conf" >"$D_OUT" 2>"$D_OUT.err"
+"$PY" - "$D_OUT" <<'PYEOF' || fail "doctor against real BlueZ" "$D_OUT"
+import json, sys
+checks = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+def want(name, outcome, detail=""):
+    c = checks[name]
+    assert c["outcome"] == outcome and detail in c["detail"], (name, c)
+want("d-bus", "ok")
+want("bluetooth adapter", "ok", "hci0 is present and powered, LE central and peripheral")
+want("bluez settings", "fail", "ControllerMode is dual")
+print("doctor:", checks["bluetooth adapter"]["detail"])
+PYEOF
+say "D PASS: doctor reads real BlueZ (bus, hci0 LE central + peripheral, main.conf)"
 
 # ---------------------------------------------------------------- A ---
 A_OUT=$LOGDIR/bridge-a.out; A_ERR=$LOGDIR/bridge-a.err

@@ -17,6 +17,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case relayUp = "bitchat_bridge_relay_up"
     case relayAnswering = "bitchat_bridge_relay_answering"
     case relayState = "bitchat_bridge_relay_state"
+    case relayClockOffset = "bitchat_bridge_relay_clock_offset_seconds"
     case relayReconnects = "bitchat_bridge_relay_reconnects_total"
     case relayFramesReceived = "bitchat_bridge_relay_frames_received_total"
     case relayEventsDelivered = "bitchat_bridge_relay_events_delivered_total"
@@ -89,7 +90,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
 
     public var kind: MetricsSnapshot.Kind {
         switch self {
-        case .relayUp, .relayAnswering, .relayState, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
+        case .relayUp, .relayAnswering, .relayState, .relayClockOffset, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
             .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
             .processOpenFDs, .processMaxFDs:
             .gauge
@@ -101,7 +102,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     /// bounded set), a configured relay URL, or a live link's ID.
     public var labels: [String] {
         switch self {
-        case .relayUp, .relayAnswering, .relayReconnects, .relayFramesReceived, .relayEventsDelivered, .relayDuplicates: ["relay"]
+        case .relayUp, .relayAnswering, .relayClockOffset, .relayReconnects, .relayFramesReceived, .relayEventsDelivered, .relayDuplicates: ["relay"]
         case .relayState: ["relay", "state"]
         case .relayDropped: ["relay", "reason"]
         case .relayConnectFailures, .relayConnectionsLost: ["relay", "kind"]
@@ -133,6 +134,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .relayUp: "1 while the relay connection is open, else 0."
         case .relayAnswering: "1 while the relay is connected and answered within the answer window (what health counts), else 0."
         case .relayState: "Current state of each relay connection (1 = in this state)."
+        case .relayClockOffset: "The relay's clock minus the bridge's, in seconds, from the Date header of its last upgrade answer (absent when it sent none); phones drop events outside ±900 s."
         case .relayReconnects: "Reconnections per relay since start."
         case .relayFramesReceived: "Text frames received from each relay, valid or not."
         case .relayEventsDelivered: "Events from each relay that passed every check and reached the bridge (first copy only)."
@@ -213,6 +215,8 @@ public struct BridgeMetrics: Sendable, Equatable {
         /// One of ``BridgeMetrics/relayStateNames`` (`open` = connected).
         public var state = "closed"
         public var answering = false
+        /// The relay's clock minus ours at the last connect (its `Date` header), nil when unknown.
+        public var clockOffset: Int64?
         public var reconnects = 0
         public var framesReceived = 0
         /// EVENT frames that parsed.
@@ -406,6 +410,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         let urls = relays.keys.sorted()
         for url in urls { w.add(.relayUp, [url], relays[url]?.state == "open" ? 1 : 0) }
         for url in urls { w.add(.relayAnswering, [url], relays[url]?.answering == true ? 1 : 0) }
+        for url in urls { if let offset = relays[url]?.clockOffset { w.add(.relayClockOffset, [url], Double(offset)) } }
         for url in urls {
             let current = relays[url]?.state ?? ""
             var names = Self.relayStateNames

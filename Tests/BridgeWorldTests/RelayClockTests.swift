@@ -1,0 +1,27 @@
+import BotSupport
+import BridgeTesting
+import Testing
+
+/// The relay's clock as the bridge sees it (issue 23, doctor): the `Date` header of each relay's upgrade answer, read
+/// by the real pool, on `/metrics` as `bitchat_bridge_relay_clock_offset_seconds` — a Pi that lost network time
+/// mid-festival shows there before phones start dropping what it posts (±900 s).
+@Suite("World: relay clocks")
+struct RelayClockTests {
+    @Test("a relay 20 minutes behind shows as −1,200 s on /metrics; one on time as about 0")
+    func clockOffsetOnMetrics() async throws {
+        let site = Site(name: "relay-clock")
+        let late = try site.relay(), onTime = try site.relay()
+        late.setClockOffset(-1_200)
+        let bridge = try await site.bridge("bridge", relays: [late, onTime], segments: [site.segment()])
+        let metrics = try await bridge.metrics()
+        func offset(_ relay: LoopbackRelay) -> Double? {
+            metrics.value("bitchat_bridge_relay_clock_offset_seconds", labels: [.init("relay", relay.url)])
+        }
+        // The site's clock starts at the wall clock's second and the Date header has 1 s resolution: within 2 s.
+        let lateOffset = try #require(offset(late), "the late relay's series is on /metrics")
+        #expect(abs(lateOffset + 1_200) <= 2, "\(lateOffset)")
+        let onTimeOffset = try #require(offset(onTime))
+        #expect(abs(onTimeOffset) <= 2, "\(onTimeOffset)")
+        await site.stop()
+    }
+}
