@@ -16,6 +16,10 @@ let package = Package(
             dependencies: [.product(name: "BitchatBridgeParsers", package: "bitchat-bridge")]
         ),
         .executableTarget(
+            name: "FuzzCourierEnvelope",
+            dependencies: [.product(name: "BitchatBridgeParsers", package: "bitchat-bridge")]
+        ),
+        .executableTarget(
             name: "FuzzConfiguration",
             dependencies: [.product(name: "BitchatBridgeParsers", package: "bitchat-bridge")]
         ),

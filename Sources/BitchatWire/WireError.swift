@@ -45,6 +45,7 @@ public enum WireError: Error, Equatable, Hashable, Sendable, CustomStringConvert
         case boardKind, postID, boardGeohash, content, authorKey, authorNickname, createdAt, expiresAt, boardFlags
         case boardSignature, deletedAt, lifetime
         case text
+        case recipientTag, expiry, ciphertext, copies, prekeyID
     }
 
     /// A stable short name for counting drops by reason.
