@@ -50,6 +50,8 @@ let package = Package(
         .target(name: "BitchatWire", dependencies: ["BotCrypto", "BotSupport", "BotCompression"]),
         // Gossip sync and the bulletin board: stores, responder, requester (pure; time passed in).
         .target(name: "MeshSync", dependencies: ["BitchatWire", "BotCrypto", "BotSupport"]),
+        // The courier gateway (issue 24): envelopes deposited, published, watched and delivered (pure; time passed in).
+        .target(name: "Courier", dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "Nostr"]),
         // The mesh peer engine and its types (pure: inputs in, actions out, time passed in).
         .target(name: "Mesh", dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "MeshSync"]),
         // Runs an engine against a transport: MeshNode (time, timers), the transport contract, inbound queues, in-process air.
@@ -76,14 +78,15 @@ let package = Package(
         .target(
             name: "BridgeCore",
             dependencies: [
-                "BitchatWire", "BotCrypto", "BotSupport", "Geohash", "Identity", "Mesh", "MeshSync", "Moderation", "Nostr", "SpamFilter",
+                "BitchatWire", "BotCrypto", "BotSupport", "Courier", "Geohash", "Identity", "Mesh", "MeshSync", "Moderation", "Nostr",
+                "SpamFilter",
             ]
         ),
         // The executor around it: the coordinator (feeds inputs, performs actions), the stores, configuration, keys.
         .target(
             name: "Bridge",
             dependencies: [
-                "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh",
+                "BridgeCore", "Courier", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh",
                 "MeshRuntime", "MeshSync", "MeshSyncStorage", "Moderation", "ModerationLog", "Nostr", "SpamFilter",
             ]
         ),
@@ -98,7 +101,7 @@ let package = Package(
         .target(
             name: "BridgeApp",
             dependencies: [
-                "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache",
+                "Bridge", "BridgeCore", "Courier", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache",
                 "Mesh", "MeshRuntime", "MeshSync", "MeshSyncStorage", "Moderation", "ModerationLog", "Nostr", "NostrRelay",
                 "RelayDirectory", "SpamFilter", "VirtualRadio", "BlueZ", "WebSocketRuntime", "Console",
             ]
@@ -106,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "BridgeBot",
             dependencies: [
-                "BridgeApp", "Bridge", "BridgeCore", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
+                "BridgeApp", "Bridge", "BridgeCore", "Courier", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Nostr", "NostrRelay",
                 "RelayDirectory", "WebSocketRuntime", "BitchatWire", "Mesh", "MeshRuntime", "VirtualRadio", "BlueZ", "BotProcess",
                 "SpamFilter", "SpamFilterReference", "Moderation", "ModerationLog", "Console", "MeshSync", "MeshSyncStorage",
             ]
@@ -140,6 +143,7 @@ let package = Package(
             name: "NostrRelayTests",
             dependencies: ["NostrRelay", "Nostr", "WebSocketRuntime", "BotCrypto", "BotSupport", "BridgeTestSupport"]
         ),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "BitchatWire", "BotCrypto", "BotSupport", "Nostr"]),
         .testTarget(
             name: "BitchatWireTests",
             dependencies: ["BitchatWire", "BotCrypto", "BotSupport", "BotCompression", "BridgeTestSupport"]

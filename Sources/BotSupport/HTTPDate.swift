@@ -2,8 +2,7 @@
 ///
 /// Parsing accepts the three forms a recipient must accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the
 /// obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`, two-digit years read as 1970–2069) and asctime
-/// (`Sun Nov  6 08:49:37 1994`). Formatting writes IMF-fixdate only. Pure calendar arithmetic (proleptic Gregorian,
-/// UTC), no libc time zone state.
+/// (`Sun Nov  6 08:49:37 1994`). Formatting writes IMF-fixdate only (``CivilCalendar``: no libc time zone state).
 public enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
@@ -31,7 +30,7 @@ public enum HTTPDate {
     public static func format(_ unixSeconds: Int64) -> String {
         let days = unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds - 86_399) / 86_400
         let second = unixSeconds - days * 86_400
-        let (year, month, day) = civil(days: days)
+        let (year, month, day) = CivilCalendar.civilFromDays(days)
         let weekday = weekdays[Int(((days % 7) + 7) % 7)]
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(weekday), \(two(Int64(day))) \(months[month - 1]) \(year) "
@@ -43,40 +42,8 @@ public enum HTTPDate {
         let clock = time.split(separator: ":").map { Int($0) }
         guard clock.count == 3, time.count == 8, let hour = clock[0], let minute = clock[1], let second = clock[2],
               (0..<24).contains(hour), (0..<60).contains(minute), (0...60).contains(second),
-              (1...daysIn(month: monthIndex + 1, year: year)).contains(day), (1...9999).contains(year)
+              (1...CivilCalendar.daysIn(month: monthIndex + 1, year: year)).contains(day), (1...9999).contains(year)
         else { return nil }
-        return days(year: year, month: monthIndex + 1, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    private static func days(year: Int, month: Int, day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = Int64((month + 9) % 12)
-        let doy = (153 * mp + 2) / 5 + Int64(day) - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    /// The inverse of ``days(year:month:day:)`` (civil_from_days).
-    private static func civil(days: Int64) -> (year: Int64, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = Int(doy - (153 * mp + 2) / 5 + 1)
-        let month = Int(mp < 10 ? mp + 3 : mp - 9)
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        return CivilCalendar.daysFromCivil(year: year, month: monthIndex + 1, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
     }
 }

@@ -208,6 +208,19 @@ public struct BridgeConfiguration: Sendable {
     /// PEM certificates to trust for `wss://` relays instead of the system store (a site's own relays behind a
     /// private CA); nil = the system store.
     public var relayCAFile: String?
+    public enum Defaults {
+        /// Where the apps park and watch courier drops: iOS's default DM relays (`NostrRelayManager.builtInRelays`) and
+        /// the Android PR's (`NostrRelayManager.DEFAULT_RELAYS`), COURIER.md §0.5 and §4.2.
+        public static let courierRelays = [
+            "wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net", "wss://offchain.pub", "wss://nostr21.com",
+        ]
+    }
+
+    /// The courier gateway for private mail (issue 24): on by default with the gateway role.
+    public var courier = true
+    /// Where courier drops are published and watched: `courier_relays` (default ``Defaults/courierRelays``) plus the
+    /// operator's `relays`, each once. Kept apart from the geohash relays (COURIER.md §4.2).
+    public var courierRelays: [String] = []
     /// `BRIDGE_*` variables in the environment that are no setting (most likely misspelt): `run` and
     /// `--print-config` print each on stderr, naming the nearest known variable. Never fatal: the value was
     /// only ignored, and a container may carry variables meant for other tools.
@@ -294,6 +307,9 @@ public struct BridgeConfiguration: Sendable {
         ("sync_reply_budget", "BRIDGE_SYNC_REPLY_BUDGET", "sync reply bytes per 60 s, shared by all requesters (4096–4194304, default 262144)"),
         ("operator_keys", "BRIDGE_OPERATOR_KEYS", "operator Nostr keys (hex or npub) whose fleet lists apply (env: comma-separated)"),
         ("fleet_site", "BRIDGE_FLEET_SITE", "the fleet list's d tag: bridges of one site share it (default the geohash)"),
+        ("courier", "BRIDGE_COURIER", "courier gateway for private mail between mesh phones and relays (on/off, default on with gateway)"),
+        ("courier_relays", "BRIDGE_COURIER_RELAYS",
+         "relays for courier drops besides relays (env: comma-separated; none; default both apps' DM relays, none with relay_directory off)"),
         ("log_level", "BRIDGE_LOG_LEVEL", "trace, debug, info, notice, warning, error (default info)"),
         ("spam", "", "spam filter settings object (file only)"),
         ("modlog", "", "moderation log settings: log_text, retention_days, max_records (file only)"),
@@ -369,6 +385,20 @@ public struct BridgeConfiguration: Sendable {
         guard !fleetSite.isEmpty, fleetSite.utf8.count <= UnverifiedEvent.Limits.maxTagElementBytes else {
             throw .invalid(field: "fleet_site", value: fleetSite, reason: "must be 1–\(UnverifiedEvent.Limits.maxTagElementBytes) bytes")
         }
+        let courier = try settings.bool("courier", default: gateway)
+        let courierRelaysSet = settings.raw("courier_relays")
+        // Unset: both apps' DM relays — unless relay_directory is off, where the operator chose every relay the bridge
+        // reaches (a closed or offline site): then only the operator's relays.
+        var courierRelays = courierRelaysSet.text == nil && courierRelaysSet.json == nil
+            ? (relayDirectory ? Defaults.courierRelays : []) : try settings.strings("courier_relays", what: "URL strings")
+        if courierRelays == ["none"] { courierRelays = [] }
+        for url in courierRelays {
+            do {
+                _ = try NetworkURL.parse(url, schemes: ["ws", "wss"])
+            } catch {
+                throw .invalid(field: "courier_relays", value: url, reason: error.description)
+            }
+        }
         let levelText = try settings.string("log_level") ?? "info"
         guard let logLevel = LogLevel(name: levelText) else {
             throw .invalid(field: "log_level", value: levelText, reason: "must be trace, debug, info, notice, warning or error")
@@ -385,6 +415,8 @@ public struct BridgeConfiguration: Sendable {
         configuration.operatorKeys = operatorKeys
         configuration.fleetSite = fleetSite
         configuration.relayCAFile = relayCAFile
+        configuration.courier = courier
+        configuration.courierRelays = courierRelays + relays.filter { !courierRelays.contains($0) }
         configuration.warnings = unknownVariables(in: environment)
         return configuration
     }
@@ -641,6 +673,8 @@ public struct BridgeConfiguration: Sendable {
             entry("sync_reply_budget", .integer(Int64(syncReplyBudgetBytes))),
             entry("operator_keys", .array(operatorKeys.map { .string($0.hex) })),
             entry("fleet_site", .string(fleetSite)),
+            entry("courier", .bool(courier)),
+            entry("courier_relays", .array(courierRelays.map(JSONValue.string))),
             entry("log_level", .string(logLevel.name)),
             entry("spam", spam ?? .object([])),
             entry("modlog", modlog ?? .object([])),

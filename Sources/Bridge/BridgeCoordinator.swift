@@ -1,6 +1,7 @@
 public import BitchatWire
 public import BotSupport
 public import BridgeCore
+import Courier
 public import IdentityCache
 import Mesh
 public import MeshRuntime
@@ -44,6 +45,8 @@ public actor BridgeCoordinator {
         /// Fleet lists offered, by outcome (empty when no operator key is configured).
         public var fleetLists = Tally<FleetListOutcome>()
         public var boardNostr = Tally<BoardNostrOutcome>()
+        /// The courier gateway's counters and sizes (nil with it off).
+        public var courier: BridgeMetrics.CourierFigures?
     }
 
     public enum Limits {
@@ -61,6 +64,8 @@ public actor BridgeCoordinator {
     var machine: BridgeMachine
     let mesh: MeshNode
     let relays: any BridgeRelayClient
+    /// The courier relays (nil with the courier gateway off).
+    let courierRelays: (any CourierRelayClient)?
     let store: BridgeStoreService
     let logger: Logger
     let time: any TimeSource
@@ -70,12 +75,13 @@ public actor BridgeCoordinator {
     /// - Parameters:
     ///   - activity: told every verdict and crossing (the console's live view); must not block.
     public init(
-        machine: BridgeMachine, mesh: MeshNode, relays: any BridgeRelayClient, stores: BridgeStores, logger: Logger,
-        time: any TimeSource, activity: (@Sendable (BridgeActivity) -> Void)? = nil
+        machine: BridgeMachine, mesh: MeshNode, relays: any BridgeRelayClient, courierRelays: (any CourierRelayClient)? = nil,
+        stores: BridgeStores, logger: Logger, time: any TimeSource, activity: (@Sendable (BridgeActivity) -> Void)? = nil
     ) {
         self.machine = machine
         self.mesh = mesh
         self.relays = relays
+        self.courierRelays = courierRelays
         self.store = BridgeStoreService(stores: stores, mesh: mesh, logger: logger, time: time)
         self.logger = logger
         self.time = time
@@ -94,13 +100,22 @@ public actor BridgeCoordinator {
     /// Runs until ``shutdown()`` (or cancellation): reads what the stores hold, then consumes `relayInputs` and
     /// the mesh node's actions and fires the machine's deadlines. Inputs ending earlier (the relay pool stopped,
     /// the mesh link gone) stop nothing.
-    public func run<Inputs: AsyncSequence & Sendable>(relayInputs: Inputs) async where Inputs.Element == BridgeRelayInput {
-        perform(machine.start(store.restore(fleet: machine.configuration.fleet != nil), now: seconds(time.nowMs())))
+    public func run<Inputs: AsyncSequence & Sendable>(
+        relayInputs: Inputs, courierInputs: (any AsyncSequence<CourierRelayInput, Never> & Sendable)? = nil
+    ) async where Inputs.Element == BridgeRelayInput {
+        let restored = store.restore(fleet: machine.configuration.fleet != nil, courier: machine.configuration.courier)
+        perform(machine.start(restored, now: seconds(time.nowMs())))
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 var inputs = relayInputs.makeAsyncIterator()
                 while let input = try? await inputs.next() { await self.handle(input) }
                 return false
+            }
+            if let courierInputs {
+                group.addTask {
+                    for await input in courierInputs { await self.feed(.courierRelay(input)) }
+                    return false
+                }
             }
             group.addTask { [mesh] in
                 for await action in mesh.actions { await self.handle(action) }
@@ -233,9 +248,21 @@ public actor BridgeCoordinator {
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
             case .released(let id, let by, let at): store.markReleased(messageID: id, by: by, at: at)
             case .keepHeld(let item, let at): store.keepHeld(item, at: at)
+            case .courier(let action): courier(action)
             case .log(let line): logger.log(line.level, line.message, line.metadata)
             case .activity(let item): activity?(item)
             }
+        }
+    }
+
+    private func courier(_ action: CourierGateway.Action) {
+        switch action {
+        case .publish(let event): courierRelays?.publish(event)
+        case .subscribe(let id, let filter): courierRelays?.subscribe(id: id, filter: filter)
+        case .unsubscribe(let id): courierRelays?.unsubscribe(id: id)
+        case .deliver: break  // the machine sends deliveries to the mesh node
+        case .storeHeld, .removeHeld, .storePending, .removePending, .rememberSeen:
+            if let configuration = machine.configuration.courier { store.writeCourier(action, configuration: configuration) }
         }
     }
 
@@ -303,7 +330,16 @@ public actor BridgeCoordinator {
             moderationRecords: try? stores.moderationLog?.count(), blockedKeys: router.judge.blocked.count,
             sync: machine.responder?.counters ?? SyncResponderCounters(), boardPackets: machine.counters.boardPackets,
             syncStored: machine.counters.syncStored, syncWriteFailures: stores.syncJournal?.failedWrites ?? 0,
-            fleetLists: machine.fleet?.outcomes ?? Tally(), boardNostr: machine.counters.boardNostr)
+            fleetLists: machine.fleet?.outcomes ?? Tally(), boardNostr: machine.counters.boardNostr,
+            courier: machine.courierGateway.map { gateway in
+                var figures = BridgeMetrics.CourierFigures()
+                figures.counters = gateway.counters
+                figures.held = gateway.heldCount
+                figures.pending = gateway.pendingCount
+                figures.watchedPeers = gateway.watchedCount
+                figures.subscriptions = gateway.subscriptionCount
+                return figures
+            })
     }
 
     func logSummary() {

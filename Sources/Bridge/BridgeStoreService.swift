@@ -3,6 +3,7 @@ import BotCrypto
 import BotStorage
 public import BotSupport
 import BridgeCore
+import Courier
 import Identity
 import IdentityCache
 import Mesh
@@ -47,6 +48,8 @@ public final class BridgeStoreService: @unchecked Sendable {
         public var replayedUplinks = 0
         /// Mesh inputs dropped because the mesh node's queue was full.
         public var meshOutboxDrops = 0
+        /// Courier store writes that failed (the mail stays in memory while this run lasts).
+        public var failedCourierWrites = 0
     }
 
     public let stores: BridgeStores
@@ -79,7 +82,7 @@ public final class BridgeStoreService: @unchecked Sendable {
     // MARK: Start
 
     /// What the stores hold, for the machine's start; the mesh pins go to the node.
-    func restore(fleet: Bool) -> BridgeMachine.Restored {
+    func restore(fleet: Bool, courier: CourierGateway.Configuration? = nil) -> BridgeMachine.Restored {
         let now = time.nowMs()
         upkeepDueMs = now + Limits.upkeepMs
         changeToken = try? stores.externalChanges?.changeToken()
@@ -88,6 +91,13 @@ public final class BridgeStoreService: @unchecked Sendable {
         if let store = stores.held {
             do { restored.held = try store.held(now: Double(now) / 1000) } catch {
                 logger.error("cannot read the hidden messages kept for release; earlier hides cannot be released", [
+                    ("error", .string(error.description)),
+                ])
+            }
+        }
+        if let configuration = courier, let store = stores.courier {
+            do { restored.courier = try store.restore(nowMs: now, seenLifetimeMs: configuration.seenLifetimeMs) } catch {
+                logger.error("cannot read the courier store; held mail and taken drops of the last run are not restored", [
                     ("error", .string(error.description)),
                 ])
             }
@@ -215,6 +225,15 @@ public final class BridgeStoreService: @unchecked Sendable {
     }
 
     func writeSync(_ changes: [SyncStoreChange]) { stores.syncJournal?.write(changes) }
+
+    /// One of the courier gateway's store actions; a failure is counted and logged without the mail's identities.
+    func writeCourier(_ action: CourierGateway.Action, configuration: CourierGateway.Configuration) {
+        do {
+            try stores.courier?.apply(action, seenLifetimeMs: configuration.seenLifetimeMs, seenCapacity: configuration.seenCapacity)
+        } catch {
+            failed(\.failedCourierWrites, "courier store write failed; the mail is kept in memory until the bridge stops", error, id: nil)
+        }
+    }
 
     func keepFleetList(_ event: NostrEvent) {
         do {

@@ -141,6 +141,8 @@ public struct BridgeStores: @unchecked Sendable {
     public var fleetList: (any FleetListKeeping)?
     /// Hidden messages kept for a release across a restart: nil = this run's memory only.
     public var held: HeldMessageStore?
+    /// The courier gateway's mail and taken drops (issue 24): nil = this run's memory only.
+    public var courier: CourierStore?
 
     public init(
         recent: any RecentEventRecording, identities: PeerIdentityCache, uplinks: (any PendingUplinkStoring)? = nil,

@@ -9,3 +9,10 @@ public protocol BridgeRelayClient: Sendable {
     /// verified Nostr keys). Verified all the same: this buys queue priority, never a skipped check.
     func setPriorityAuthors(_ authors: Set<String>)
 }
+
+/// The courier relays (issue 24: the DM relays drops live on, kept apart from the geohash relays).
+public protocol CourierRelayClient: Sendable {
+    func publish(_ event: NostrEvent)
+    func subscribe(id: String, filter: NostrFilter)
+    func unsubscribe(id: String)
+}

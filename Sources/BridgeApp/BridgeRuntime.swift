@@ -45,6 +45,12 @@ public struct BridgeHost: Sendable {
     public static var process: BridgeHost { BridgeHost() }
 
     func seed() -> UInt64 { seedValue ?? SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+
+    /// The courier gateway's drop-key seed: 32 secret bytes (derived from ``seedValue`` when a test fixes it).
+    func courierSeed() -> [UInt8] {
+        guard let seedValue else { return SecureRandom.bytes(32) }
+        return SHA256.hash(Array("courier".utf8) + (0..<8).map { UInt8(truncatingIfNeeded: seedValue >> (8 * $0)) })
+    }
 }
 
 /// A running bridge's parts, wired from the configuration by one composition root (``start(config:logger:configPath:host:)``)
@@ -56,6 +62,8 @@ public struct BridgeRuntime: Sendable {
     public let coordinator: BridgeCoordinator
     public let node: MeshNode
     let pool: RelayPool
+    /// The courier relays' own pool (nil with the courier gateway off).
+    let courierPool: RelayPool?
     let transport: any MeshTransport
     let stores: RuntimeStores
     let listener: RuntimeListener
@@ -96,10 +104,11 @@ public struct BridgeRuntime: Sendable {
         }
         let (core, machine) = try RuntimeCore.build(config, stores: stores, host: host, liveView: activity != nil)
         let pool = try RuntimeRelays.pool(config, fleet: stores.fleet, host: host, logger: logger)
+        let courierPool = config.courier ? try RuntimeRelays.courierPool(config, host: host, logger: logger) : nil
         let (node, transport) = try RuntimeMesh.node(config, keys: stores.keys, host: host, logger: logger)
         let coordinator = BridgeCoordinator(
-            machine: machine, mesh: node, relays: PoolClient(pool: pool), stores: stores.stores, logger: logger, time: host.time,
-            activity: activity)
+            machine: machine, mesh: node, relays: PoolClient(pool: pool), courierRelays: courierPool.map(CourierPoolClient.init),
+            stores: stores.stores, logger: logger, time: host.time, activity: activity)
         let source = MetricsSource(pool: pool, node: node, transport: transport, coordinator: coordinator, startedAt: .now)
         var fleetChange: (@Sendable (FleetChange) -> Void)?
         if stores.fleet?.publisher != nil { fleetChange = { change in coordinator.submit(OperatorInput.fleetChange(change)) } }
@@ -107,7 +116,7 @@ public struct BridgeRuntime: Sendable {
             config, stores: stores, source: source, feed: feed, token: token, fleetChange: fleetChange, logger: logger.child("console"))
         logStart(config, stores: stores, core: core, node: node, pool: pool, logger: logger)
         return BridgeRuntime(
-            coordinator: coordinator, node: node, pool: pool, transport: transport, stores: stores, listener: listener,
+            coordinator: coordinator, node: node, pool: pool, courierPool: courierPool, transport: transport, stores: stores, listener: listener,
             metricsSource: source, logger: logger, configPath: configPath)
     }
 
@@ -139,6 +148,9 @@ public struct BridgeRuntime: Sendable {
         var services: [Service] = []
         if listener.server != nil { services.append(Self.waiting("http", stop: { await listener.stop() })) }
         services.append(Service(name: "relays", deadline: Limits.serviceStop, run: { [pool] in try? await pool.run() }))
+        if let courierPool {
+            services.append(Service(name: "courier relays", deadline: Limits.serviceStop, run: { try? await courierPool.run() }))
+        }
         services.append(Service(name: "mesh", deadline: Limits.serviceStop, run: { [node] in await node.run() }, stop: { [node, transport, logger] in
             let flushed = await node.flush(timeoutMs: Limits.leaveGraceMs)
             if !flushed.completed {
@@ -148,8 +160,8 @@ public struct BridgeRuntime: Sendable {
             }
             transport.close()
         }))
-        services.append(Service(name: "coordinator", deadline: Limits.serviceStop, run: { [coordinator, pool] in
-            await coordinator.run(relayInputs: RelayInputs(pool: pool))
+        services.append(Service(name: "coordinator", deadline: Limits.serviceStop, run: { [coordinator, pool, courierPool] in
+            await coordinator.run(relayInputs: PoolInputs.relays(pool), courierInputs: courierPool.map(PoolInputs.courier))
         }, stop: { [coordinator] in await coordinator.shutdown() }))
         if listener.server != nil {
             services.append(Service(name: "charts", deadline: Limits.serviceStop, run: { await sampleCharts() }))

@@ -2,6 +2,7 @@ import BotCrypto
 import BotSupport
 import Bridge
 import BridgeCore
+import Courier
 import MeshSync
 import Nostr
 import SpamFilter
@@ -41,10 +42,16 @@ struct RuntimeCore {
                 servedChannels: config.gateway ? config.servedChannels : nil),
             ownKeys: ownKeys, rendezvousKey: rendezvousKey, remembered: stores.remembered, channelKey: channelKey,
             presenceSeed: host.seed(), judge: judge, clockOrigin: .now)
-        let machine = BridgeMachine(router: router, configuration: .init(
+        var configuration = BridgeMachine.Configuration(
             keys: keys, powBits: config.powBits, fleet: stores.fleet,
             sync: SyncResponder.Configuration(airtime: AirtimeBudget.Configuration(bytesPerWindow: config.syncReplyBudgetBytes)),
-            boardCopies: config.gateway, liveView: liveView, seed: host.seed()))
+            boardCopies: config.gateway, liveView: liveView, seed: host.seed())
+        if config.courier {
+            // The drop keys come from secret bytes drawn at every start: one fresh key per publish, unlinkable.
+            configuration.courier = CourierGateway.Configuration(
+                ownNoiseKey: keys.noiseKey.publicKey, dropKeySeed: host.courierSeed())
+        }
+        let machine = BridgeMachine(router: router, configuration: configuration)
         return (RuntimeCore(channelKey: channelKey, rendezvousKey: rendezvousKey), machine)
     }
 }

@@ -91,28 +91,77 @@ enum RuntimeRelays {
 
 }
 
-/// The pool's reports as the coordinator's inputs — verified events, the connected count, acknowledged uplinks —
-/// read straight from the pool's one bounded stream: no second stream, no hand-over task between them.
-struct RelayInputs: AsyncSequence, Sendable {
+extension RuntimeRelays {
+    /// The courier relays' pool (issue 24): `courier_relays` plus the operator's relays, apart from the geohash relays;
+    /// the gateway subscribes its watch chunks itself. No freshness window: a drop may be a day old.
+    static func courierPool(_ config: BridgeConfiguration, host: BridgeHost, logger: Logger) throws(CommandExit) -> RelayPool {
+        do {
+            return try RelayPool(
+                relayURLs: config.courierRelays, configuration: .init(authKey: nil, jitterUnit: { Double.random(in: 0..<1) }),
+                webSocket: .init(caFile: config.relayCAFile, userAgent: "bitchat-bridge/\(BridgeVersion.string)"),
+                logger: logger.child("courier"), unixNow: { [time = host.time] in Int64(time.nowMs() / 1000) }, subject: "courier")
+        } catch {
+            throw .failure("courier_relays: \(error)")
+        }
+    }
+}
+
+/// The courier pool as the coordinator's courier side: publishes and the gateway's subscriptions.
+struct CourierPoolClient: CourierRelayClient {
     let pool: RelayPool
+
+    func publish(_ event: NostrEvent) { pool.publish(event) }
+    func subscribe(id: String, filter: NostrFilter) { _ = pool.subscribe(id: id, filters: [filter], lookback: nil) }
+    func unsubscribe(id: String) { pool.unsubscribe(id: id) }
+}
+
+/// A pool's reports as the coordinator's inputs, read straight from the pool's one bounded stream (no second stream, no
+/// hand-over task between them); `input` picks and translates, nil skips a report.
+struct PoolInputs<Element: Sendable>: AsyncSequence, Sendable {
+    typealias Failure = Never
+    let pool: RelayPool
+    let input: @Sendable (RelayPoolEvent, RelayPool) -> Element?
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var reports: AsyncStream<RelayPoolEvent>.Iterator
         let pool: RelayPool
+        let input: @Sendable (RelayPoolEvent, RelayPool) -> Element?
 
-        mutating func next() async -> BridgeRelayInput? {
+        mutating func next() async -> Element? {
             while let report = await reports.next() {
-                switch report {
-                case .event(let event, _, _): return .event(event)
-                case .connected, .disconnected: return .connectedRelays(pool.connectedCount)
-                case .ok(_, let id, true, _):
-                    if let id = try? EventID(hex: id) { return .accepted(id) }
-                default: continue
-                }
+                if let element = input(report, pool) { return element }
             }
             return nil
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reports: pool.events.makeAsyncIterator(), pool: pool) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reports: pool.events.makeAsyncIterator(), pool: pool, input: input) }
+}
+
+extension PoolInputs where Element == BridgeRelayInput {
+    /// The channel pool: verified events, the connected count, acknowledged uplinks.
+    static func relays(_ pool: RelayPool) -> PoolInputs {
+        PoolInputs(pool: pool) { report, pool in
+            switch report {
+            case .event(let event, _, _): .event(event)
+            case .connected, .disconnected: .connectedRelays(pool.connectedCount)
+            case .ok(_, let id, true, _): (try? EventID(hex: id)).map { .accepted($0) }
+            default: nil
+            }
+        }
+    }
+}
+
+extension PoolInputs where Element == CourierRelayInput {
+    /// The courier pool: drops, the connected count, every `OK` (a publish counts only after `OK true`).
+    static func courier(_ pool: RelayPool) -> PoolInputs {
+        PoolInputs(pool: pool) { report, pool in
+            switch report {
+            case .event(let event, _, _): .drop(event)
+            case .connected, .disconnected: .connectedRelays(pool.connectedCount)
+            case .ok(_, let id, let accepted, _): (try? EventID(hex: id)).map { .answered($0, accepted: accepted) }
+            default: nil
+            }
+        }
+    }
 }

@@ -74,6 +74,7 @@ struct RuntimeStores: @unchecked Sendable {
                 boardLedger: config.gateway ? try BoardNostrLedger(database: database) : nil,
                 fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
             stores.held = try HeldMessageStore(database: database)
+            if config.courier { stores.courier = try CourierStore(database: database) }
             let limit = RecentEventStore.Limits.maxRows
             let remembered = RememberedEvents(
                 published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),

@@ -16,6 +16,7 @@ enum BenchCommand {
         ("ingest", "relay frame → parse → verify → judge → carrier, vs the bare Schnorr verify loop", IngestBench.run),
         ("sync", "REQUEST_SYNC answer from 1,000 messages + 200 board posts vs a linear scan; airtime of a full answer vs the budget", SyncBench.run),
         ("flood", "1M hostile frames through WebSocket runtime → relay pool; verification on every core vs one", FloodBench.run),
+        ("courier", "courier gateway: drops matched against 5,000 watched peers vs a linear scan; memory with 5,000 envelopes pending", CourierBench.run),
         ("reach", "a busy site: 600 posts, 300 senders, 3 levels through the router's scheduler vs FIFO, seen by model phones", ReachBench.run),
     ]
 

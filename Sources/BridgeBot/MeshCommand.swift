@@ -380,8 +380,11 @@ enum MeshCommand {
             ])
         case .boardHeard(let packet):
             return boardLine(packet)
-        case .transmit:
+        case .transmit, .courierSent:
             return .null
+        case .courierDeposit(let from, let envelope):
+            // Sealed mail: who handed it over and its size, never its bytes.
+            return .object([("event", .string("courier_deposit")), ("from", .string(from.hex)), ("bytes", .integer(Int64(envelope.count)))])
         // The mesh command's engine runs without gossip sync (``MeshPeerEngine/Configuration/sync`` nil).
         case .syncRequest, .syncRoundDue, .syncStore, .boardPacket:
             return .null

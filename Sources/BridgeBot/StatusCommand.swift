@@ -108,6 +108,7 @@ enum StatusCommand {
             let ok = check["ok"] == .bool(true)
             print("  [\(ok ? "ok" : "FAIL")] \(check["name"]?.stringValue ?? "?"): \(check["detail"]?.stringValue ?? "")")
         }
+        print(courierLine(metrics))
         var hiddenZeros = 0
         var lines: [String] = []
         for family in metrics.families {
@@ -125,6 +126,20 @@ enum StatusCommand {
         if lines.isEmpty { print("  (none reported yet)") }
         lines.forEach { print($0) }
         if hiddenZeros > 0 { print("  (\(hiddenZeros) series at 0 not shown; --all lists them)") }
+    }
+}
+
+extension StatusCommand {
+    /// The courier gateway in one line: off, or what it watches, holds and handed over (counts only).
+    static func courierLine(_ metrics: MetricsSnapshot) -> String {
+        guard let watched = metrics.value("bitchat_bridge_courier_watched_peers") else { return "Courier gateway: off" }
+        func value(_ name: String, _ label: String, _ text: String) -> Int {
+            Int(metrics.value(name, labels: [.init(label, text)]) ?? 0)
+        }
+        return "Courier gateway: on — \(Int(watched)) watched peers, "
+            + "\(value("bitchat_bridge_courier_mail", "state", "held")) held, \(value("bitchat_bridge_courier_mail", "state", "pending")) pending, "
+            + "\(value("bitchat_bridge_courier_deliveries_total", "outcome", "delivered")) handed over, "
+            + "\(value("bitchat_bridge_courier_publishes_total", "outcome", "confirmed")) drops published"
     }
 }
 

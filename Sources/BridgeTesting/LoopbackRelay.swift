@@ -1,5 +1,5 @@
 import BotCrypto
-import BotSupport
+public import BotSupport
 public import Nostr
 import Synchronization
 
@@ -61,8 +61,12 @@ public final class LoopbackRelay: @unchecked Sendable {
     /// header shows it (a relay, or a bridge host, without network time).
     public func setClockOffset(_ seconds: Int64) { clockOffset.store(seconds, ordering: .relaxed) }
 
-    /// Listens on a free loopback port and starts the owner thread.
-    public init() throws {
+    /// The relay's clock (Unix seconds) for its `Date` headers: the wall clock, or a test world's clock.
+    private let unixNow: @Sendable () -> Int64
+
+    /// Listens on a free loopback port and starts the owner thread; `unixNow` is its clock (default the wall clock).
+    public init(unixNow: @escaping @Sendable () -> Int64 = { Int64(SystemTime.wallClockMs() / 1000) }) throws {
+        self.unixNow = unixNow
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw RelayServerError.system("socket") }
         var on: Int32 = 1
@@ -254,9 +258,7 @@ public final class LoopbackRelay: @unchecked Sendable {
         }.first
         guard let key else { return false }
         let accept = Base64.encode(SHA1.hash(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let date = HTTPDate.format(Int64(now.tv_sec) + clockOffset.load(ordering: .relaxed))
+        let date = HTTPDate.format(unixNow() + clockOffset.load(ordering: .relaxed))
         client.output += Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Accept: \(accept)\r\nDate: \(date)\r\n\r\n").utf8)
         client.upgraded = true

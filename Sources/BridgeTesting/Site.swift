@@ -41,7 +41,8 @@ public final class Site: @unchecked Sendable {
     func nextSeed() -> UInt64 { parts.withLock { parts in defer { parts.seed += 1 }; return parts.seed } }
 
     public func relay() throws -> LoopbackRelay {
-        let relay = try LoopbackRelay()
+        // The site's clock in its Date headers: relay and bridges agree as real hosts with network time do.
+        let relay = try LoopbackRelay(unixNow: { [time] in Int64(time.nowMs() / 1000) })
         parts.withLock { $0.relays.append(relay) }
         return relay
     }

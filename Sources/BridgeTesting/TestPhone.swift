@@ -147,6 +147,26 @@ public final class TestPhone: Sendable {
         return event
     }
 
+    /// What a phone does with a private message no transport can deliver now (COURIER.md §2.2, iOS
+    /// `MessageRouter.attemptCourierDeposit`): the sealed envelope handed to a connected courier as a directed 0x04,
+    /// TTL 7, signed by the phone.
+    public func depositCourier(_ envelope: [UInt8], to courier: MeshPeerID) async {
+        await node.submit(.originate(MeshPacket(type: .courierEnvelope, timestamp: 0, sender: id, recipient: courier, payload: envelope), sign: true))
+    }
+
+    /// The courier envelopes handed to this phone (directed 0x04s its engine verified), with their sender.
+    public var courierMail: [(from: MeshPeerID, envelope: [UInt8])] {
+        heard.all.compactMap { if case .courierDeposit(let from, let envelope) = $0 { (from, envelope) } else { nil } }
+    }
+
+    /// Whether `envelope` was handed to this phone by `sender`, waiting up to `seconds` for it.
+    public func gotCourierMail(_ envelope: [UInt8], from sender: MeshPeerID, within seconds: Double = 20) async -> Bool {
+        await heard.first(within: seconds) { action in
+            if case .courierDeposit(let from, let bytes) = action { return from == sender && bytes == envelope }
+            return false
+        } != nil
+    }
+
     /// Posts on the bulletin board (BOARD.md §4–§5): a post signed by the phone's announce key (as iOS signs posts),
     /// in a 0x23 packet the phone signs too (MESH-WIRE §4.4). Returns the post.
     @discardableResult

@@ -110,6 +110,7 @@ extension ConsoleAssets {
         #health-strip .item.good::before { color: #1b7f3b; }
         #health-strip .item.bad::before { color: #b00020; }
         #health-strip .item.warn::before { color: #b26a00; }
+        #health-strip .item.off::before { color: #888; }
         span.released { color: #1b7f3b; font-weight: 600; }
         main { padding: 1em; }
         table { border-collapse: collapse; width: 100%; background: #fff; }
@@ -200,7 +201,7 @@ extension ConsoleAssets {
           "autocorrelation_threshold": "pattern threshold (0–1)", "timestamp_clamp_seconds": "clock slack (s)",
         };
 
-        // Relays, mesh, the downlink queue and the filter at a glance, every 10 s.
+        // Relays, mesh, the downlink queue, the courier gateway and the filter at a glance, every 10 s.
         async function refreshHealth() {
           const strip = $("#health-strip"); const items = [];
           const item = (state, text) => items.push(el("span", text, "item " + state));
@@ -212,6 +213,13 @@ extension ConsoleAssets {
             const m = await fetch("/metrics", { credentials: "same-origin" }).then((r) => r.text());
             const depth = /bitchat_bridge_queue_depth\{queue="downlink"\} (\d+)/.exec(m);
             if (depth) item(Number(depth[1]) >= 50 ? "warn" : "good", "downlink queue: " + depth[1] + " waiting");
+            // The courier gateway (private mail): counts only, never whose.
+            const watched = /bitchat_bridge_courier_watched_peers (\d+)/.exec(m);
+            const held = /bitchat_bridge_courier_mail\{state="held"\} (\d+)/.exec(m);
+            const waiting = /bitchat_bridge_courier_mail\{state="pending"\} (\d+)/.exec(m);
+            item(watched ? "good" : "off", watched
+              ? "courier: " + watched[1] + " phones watched, " + (held ? held[1] : 0) + " held, " + (waiting ? waiting[1] : 0) + " waiting"
+              : "courier: off");
           } catch (e) {}
           try {
             const s = await api("/api/settings");

@@ -115,6 +115,14 @@ public enum MeshCarrierRejection: String, CounterKey, CaseIterable {
     case downlinkDirected = "downlink_directed"
 }
 
+/// Why the engine refused a courier envelope (0x04) addressed to us (COURIER.md §2.5).
+public enum MeshCourierRejection: String, CounterKey, CaseIterable {
+    /// Its sender is not a direct peer of the link it came on: relayed deposits are refused.
+    case notDirect = "not_direct"
+    /// Its packet signature does not verify against its sender's announced (or pinned) key.
+    case unverifiedDepositor = "unverified_depositor"
+}
+
 /// The dedup set (``DedupSet``): a hit in a pool drops the packet; capacity trims evict the oldest keys
 /// of one pool only.
 public struct MeshDedupEvent: CounterKey {
@@ -209,6 +217,7 @@ public struct MeshCounters: Sendable, Equatable, Sequence {
     public internal(set) var verification = Tally<MeshVerificationFailure>()
     public internal(set) var fragment = Tally<MeshFragmentEvent>()
     public internal(set) var carrier = Tally<MeshCarrierRejection>()
+    public internal(set) var courier = Tally<MeshCourierRejection>()
     public internal(set) var dedup = Tally<MeshDedupEvent>()
     public internal(set) var relay = Tally<MeshRelayOutcome>()
     public internal(set) var relayGate = Tally<MeshRelayGateOutcome>()
@@ -231,7 +240,7 @@ public struct MeshCounters: Sendable, Equatable, Sequence {
             counts.sortedByLabel.filter { $0.count != 0 }.map { (name: prefix + "." + $0.key.label, count: $0.count) }
         }
         return prefixed("ingress", ingress) + prefixed("decode", decode) + prefixed("verification", verification)
-            + prefixed("fragment", fragment) + prefixed("carrier", carrier) + prefixed("dedup", dedup)
+            + prefixed("fragment", fragment) + prefixed("carrier", carrier) + prefixed("courier", courier) + prefixed("dedup", dedup)
             + prefixed("relay", relay) + prefixed("relay.gate", relayGate) + prefixed("peers", peers) + prefixed("pins", pins)
             + prefixed("rx", received) + prefixed("originated", originated) + prefixed("tx", transmit)
     }

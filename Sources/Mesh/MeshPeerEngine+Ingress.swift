@@ -71,6 +71,8 @@ extension MeshPeerEngine {
             assessment = .unverified
         case .nostrCarrier:
             assessment = handleCarrier(packet, addressedToUs: addressedToUs, now: now, into: &actions)
+        case .courierEnvelope where addressedToUs:
+            assessment = handleCourierDeposit(packet, on: link, now: now, into: &actions)
         case .voiceFrame where packet.isBroadcast, .fileTransfer where packet.isBroadcast, .boardPost where packet.isBroadcast:
             assessment = verifyMedia(packet)
             if packet.type == .boardPost { actions.append(.boardHeard(packet)) }
@@ -221,7 +223,7 @@ extension MeshPeerEngine {
     }
 
     /// Original types this engine processes after reassembly; fragments of other types are relayed only.
-    static let reassembledTypes: Set<MessageType> = [.announce, .message, .leave, .nostrCarrier]
+    static let reassembledTypes: Set<MessageType> = [.announce, .message, .leave, .nostrCarrier, .courierEnvelope]
 
     mutating func handleFragment(
         _ packet: MeshPacket,
@@ -361,5 +363,22 @@ extension MeshPeerEngine {
         }
         actions.append(.carrier(MeshCarrier(sender: packet.sender, payload: carrier, timestamp: packet.timestamp, packetSigned: signed)))
         return assessment
+    }
+
+    /// A 0x04 addressed to us: a deposit when its sender is a direct peer of the link it came on (the last hop is the
+    /// depositor; relayed deposits are refused) and its signature verifies against the sender's key (COURIER.md §2.5).
+    /// The envelope itself is the owner's to check.
+    mutating func handleCourierDeposit(_ packet: MeshPacket, on link: MeshLinkID, now: UInt64, into actions: inout [MeshAction]) -> Assessment {
+        guard linkPeers[link]?.contains(packet.sender) == true else {
+            counters.courier.add(.notDirect)
+            return .rejected
+        }
+        guard let signer = signingKey(of: packet.sender), packet.verifySignature(signer.key).isValid else {
+            counters.courier.add(.unverifiedDepositor)
+            return .rejected
+        }
+        if signer.live { noteTraffic(from: packet.sender, now: now, into: &actions) }
+        actions.append(.courierDeposit(from: packet.sender, envelope: packet.payload))
+        return .verified
     }
 }

@@ -215,6 +215,8 @@ public struct MeshPeerEngine {
             counters.pins.add(.forgotten, held.count)
         case .sendSyncRequest(let peer, let payload):
             sendSyncRequest(to: peer, payload, now: now, into: &actions)
+        case .sendCourier(let peer, let envelope, let ref):
+            actions.append(.courierSent(ref: ref, delivered: sendCourier(envelope, to: peer, now: now, into: &actions)))
         case .sendSyncReplies(let link, let frames):
             sendSyncReplies(frames, on: link, into: &actions)
         case .relayBoard(let packet, let ingress):
@@ -248,6 +250,18 @@ public struct MeshPeerEngine {
         guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { return }
         counters.originated.add(.requestSync)
         transmit(signed, to: targets, delay: 0, into: &actions)
+    }
+
+    /// A signed, directed 0x04 (TTL 7) to `peer` on every link where it is a direct peer; false when there is none.
+    mutating func sendCourier(_ envelope: [UInt8], to peer: MeshPeerID, now: UInt64, into actions: inout [MeshAction]) -> Bool {
+        let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
+        let packet = MeshPacket(type: .courierEnvelope, timestamp: now, sender: identity.peerID, recipient: peer, payload: envelope)
+        guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { return false }
+        let before = actions.count
+        transmit(signed, to: targets, delay: 0, into: &actions)
+        guard actions.count > before else { return false }
+        counters.originated.add(.courierEnvelope)
+        return true
     }
 
     /// Sync reply frames onto `link`; one over the link's MTU goes as fragments, each with the reply's TTL 0 and RSR

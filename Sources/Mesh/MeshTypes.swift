@@ -145,6 +145,9 @@ public enum MeshInput: Sendable {
     /// Gossip sync (``MeshPeerEngine/Configuration/sync`` set): send the REQUEST_SYNC the owner built for a
     /// ``MeshAction/syncRoundDue(_:)`` — signed, TTL 0, unpadded, addressed to `peer`, on the links bound to it.
     case sendSyncRequest(peer: MeshPeerID, payload: RequestSyncPayload)
+    /// The courier gateway: `envelope` to `peer` as a directed 0x04 (TTL 7, signed) on the links where it is a direct
+    /// peer, never relayed on toward it; answered by ``MeshAction/courierSent(ref:delivered:)``.
+    case sendCourier(to: MeshPeerID, envelope: [UInt8], ref: String)
     /// Gossip sync: the responder's reply frames for a ``MeshAction/syncRequest(link:_:)`` — sent at once on
     /// `link`, as they are (cut into fragments, which inherit TTL 0 and RSR, when one exceeds the MTU).
     case sendSyncReplies(link: MeshLinkID, frames: [[UInt8]])
@@ -193,6 +196,12 @@ public enum MeshAction: Sendable, Equatable {
     /// the owner fell behind (``MeshNode/Limits/actionBuffer``): the owner replaces what it keeps per peer with
     /// it. Actions after it apply on top, as usual.
     case peersResync([MeshPeer])
+    /// A courier envelope (0x04) addressed to us, its packet signature verified against its sender's key and its
+    /// sender a direct peer of the link it came on (COURIER.md §2.5): a deposit for the owner's courier gateway.
+    case courierDeposit(from: MeshPeerID, envelope: [UInt8])
+    /// The answer to ``MeshInput/sendCourier(to:envelope:ref:)``: `delivered` when a link where the peer is a direct
+    /// peer took the packet; false when it is direct on no link (or the packet could not be signed or cut).
+    case courierSent(ref: String, delivered: Bool)
 
     /// True for the actions that change the set of live peers (what ``peersResync(_:)`` repairs).
     public var changesPeers: Bool {

@@ -164,9 +164,9 @@ public enum ModerationExport {
         }
         guard let year = digits(0, 4), b.count >= 10, b[4] == UInt8(ascii: "-"), let month = digits(5, 2), b[7] == UInt8(ascii: "-"),
             let day = digits(8, 2), Limits.years.contains(year), (1...12).contains(month),
-            (1...daysIn(month: month, year: year)).contains(day)
+            (1...CivilCalendar.daysIn(month: month, year: year)).contains(day)
         else { return nil }
-        var seconds = Double(daysFromCivil(year: year, month: month, day: day)) * 86_400
+        var seconds = Double(CivilCalendar.daysFromCivil(year: year, month: month, day: day)) * 86_400
         var i = 10
         if i == b.count { return seconds }
         guard b[i] == UInt8(ascii: "T") || b[i] == UInt8(ascii: " "), let hour = digits(i + 1, 2), i + 3 < b.count,
@@ -204,43 +204,10 @@ public enum ModerationExport {
         let whole = Int64(unix.rounded(.down))
         let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
         let rest = Int(whole - days * 86_400)
-        let (y, m, d) = civilFromDays(days)
+        let (y, m, d) = CivilCalendar.civilFromDays(days)
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let year = String(y)
         return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-\(two(m))-\(two(d))T"
             + "\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = Int64(month > 2 ? month - 3 : month + 9)
-        let doy = (153 * mp + 2) / 5 + Int64(day) - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    /// The inverse of ``daysFromCivil(year:month:day:)``.
-    static func civilFromDays(_ days: Int64) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = Int(doy - (153 * mp + 2) / 5 + 1)
-        let m = Int(mp < 10 ? mp + 3 : mp - 9)
-        let y = Int(yoe + era * 400) + (m <= 2 ? 1 : 0)
-        return (y, m, d)
     }
 }

@@ -60,6 +60,8 @@ public final class RelayPool: Sendable {
     private let dropped = Atomic<Int>(0)
     private let unixNow: @Sendable () -> Int64
     private let logger: Logger
+    /// What the connection log lines call a relay of this pool (`relay connected`, `courier connected`).
+    private let subject: String
     /// Verification threads this pool runs while ``run()`` runs.
     public let verificationWorkerCount: Int
 
@@ -67,11 +69,13 @@ public final class RelayPool: Sendable {
     ///   - unixNow: wall-clock seconds for `since`, the freshness window and AUTH events (injected; the
     ///     executable passes the system clock).
     ///   - verificationWorkers: threads for id + Schnorr checks; nil = ``Limits/verificationWorkers``.
+    ///   - subject: the first word of its connection log lines, so a second pool's read apart (`courier connected`).
     public init(
         relayURLs: [String], configuration: RelayPoolCore.Configuration,
         webSocket: WebSocketRuntime.Configuration, logger: Logger, unixNow: @escaping @Sendable () -> Int64,
-        verificationWorkers: Int? = nil
+        verificationWorkers: Int? = nil, subject: String = "relay"
     ) throws(WebSocketError) {
+        self.subject = subject
         let (stream, continuation) = AsyncStream.makeStream(
             of: RelayPoolEvent.self, bufferingPolicy: .bufferingNewest(Limits.eventBuffer))
         events = stream
@@ -251,13 +255,13 @@ public final class RelayPool: Sendable {
     private func log(_ reports: [RelayPoolEvent]) {
         for report in reports {
             switch report {
-            case .connected(let relay): logger.info("relay connected", [("relay.url", .string(relay))])
+            case .connected(let relay): logger.info("\(subject) connected", [("relay.url", .string(relay))])
             case .disconnected(let relay, let reason):
-                logger.info("relay disconnected", [("relay.url", .string(relay)), ("reason", .string(reason))])
+                logger.info("\(subject) disconnected", [("relay.url", .string(relay)), ("reason", .string(reason))])
             case .connectFailed(let relay, let reason):
-                logger.warning("relay connect failed", [("relay.url", .string(relay)), ("reason", .string(reason))])
+                logger.warning("\(subject) connect failed", [("relay.url", .string(relay)), ("reason", .string(reason))])
             case .closedByPool(let relay, let why, let detail):
-                logger.warning("relay closed by the pool", [
+                logger.warning("\(subject) closed by the pool", [
                     ("relay.url", .string(relay)), ("reason", .string(why.rawValue)), ("detail", .string(detail)),
                 ])
             case .rejected(let relay, let subscription, let reason, let count):
@@ -277,7 +281,7 @@ public final class RelayPool: Sendable {
                 logger.info("subscription closed by relay",
                             [("relay.url", .string(relay)), ("subscription", .string(subscription)), ("reason", .string(message))])
             case .notice(let relay, let message):
-                logger.info("relay notice", [("relay.url", .string(relay)), ("notice", .string(message))])
+                logger.info("\(subject) notice", [("relay.url", .string(relay)), ("notice", .string(message))])
             case .event, .endOfStoredEvents, .ok: break
             }
         }

@@ -228,6 +228,20 @@ struct CommandLineTests {
         #expect(budget == Double(BridgeConfiguration.Limits.defaultSyncReplyBudget), "the bench measures against the configured default")
     }
 
+    @Test("bench courier --quick --json: half the drops are for watched peers and every one is found; the index beats the linear scan; pending mail costs bounded memory (issue 24)")
+    func benchCourier() async throws {
+        let result = try await runBridge(["bench", "courier", "--quick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONParser().parse(result.stdout)
+        let match = try #require(json["cases"]?["match_500_peers"], "\(result.stdout)")
+        #expect(match["for_watched_peers"]?.numberValue == 100 && match["drops"]?.numberValue == 200)
+        // 500 peers: the scan is short; the full run (5,000) measures 51× (docs/courier.md).
+        #expect((match["speedup"]?.numberValue ?? 0) >= 2, "\(match)")
+        let memory = try #require(json["cases"]?["memory_500_pending"])
+        #expect(memory["pending"]?.numberValue == 500)
+        #expect((memory["rss_growth_per_envelope_bytes"]?.numberValue ?? .infinity) < 4_096, "\(memory)")
+    }
+
     @Test("bench ingest --quick --json: every event verifies, passes the filter and is carried; stage figures present")
     func benchIngestQuick() async throws {
         let result = try await runBridge(["bench", "ingest", "--quick", "--json"])

@@ -235,11 +235,13 @@ struct ConsoleBrowserTests {
             let words = spamWords.first { text.hasPrefix($0 + " (") }
             #expect(words != nil && text.count > (words?.count ?? 0) + 5, "rule in words with figures: '\(text)'")
         }
-        // At a glance: the health strip (relays, mesh, queue, filter), and a crossing's row with its sender and text.
+        // At a glance: the health strip (relays, mesh, queue, courier gateway, filter), and a crossing's row with its sender and text.
         browser.write("GLANCE\n")
         let glance = try JSONParser().parse(try await browser.waitForLine(timeout: .seconds(40), "glance") { $0.contains("\"strip\"") })
         let strip = glance["strip"]?.stringValue ?? ""
-        for part in ["relays: ok", "mesh: ok", "downlink queue:", "spam filter: on"] { #expect(strip.contains(part), "health strip: \(strip)") }
+        for part in ["relays: ok", "mesh: ok", "downlink queue:", "courier: ", "phones watched", "spam filter: on"] {
+            #expect(strip.contains(part), "health strip: \(strip)")
+        }
         let crossings = glance["downlinked"]?.arrayValue ?? []
         let crossing = crossings.first?.arrayValue?.compactMap(\.stringValue) ?? []
         #expect(crossing.count == 7 && crossing[1].hasPrefix("downlinked (") && !crossing[4].isEmpty && !crossing[6].isEmpty, "\(crossing)")

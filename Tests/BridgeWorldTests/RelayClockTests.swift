@@ -17,11 +17,9 @@ struct RelayClockTests {
         func offset(_ relay: LoopbackRelay) -> Double? {
             metrics.value("bitchat_bridge_relay_clock_offset_seconds", labels: [.init("relay", relay.url)])
         }
-        // The site's clock starts at the wall clock's second and the Date header has 1 s resolution: within 2 s.
-        let lateOffset = try #require(offset(late), "the late relay's series is on /metrics")
-        #expect(abs(lateOffset + 1_200) <= 2, "\(lateOffset)")
-        let onTimeOffset = try #require(offset(onTime))
-        #expect(abs(onTimeOffset) <= 2, "\(onTimeOffset)")
+        // The relays tell the site's clock (Site.relay()), so the offsets are exact.
+        #expect(offset(late) == -1_200, "the late relay's series is on /metrics")
+        #expect(offset(onTime) == 0)
         await site.stop()
     }
 }

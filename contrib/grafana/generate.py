@@ -77,6 +77,16 @@ rows = [
         panel("Pin refusals per minute", [
             target(f"sum(rate(bitchat_bridge_identity_pin_refusals_total{SEL}[$__rate_interval])) * 60", "refused")]),
     ]),
+    ("Courier gateway (private mail)", [
+        panel("Courier mail kept", [target(f"sum by (state) (bitchat_bridge_courier_mail{SEL})", "{{state}}")],
+              description="Deposits held (published as drops) and drops waiting for their peer (bitchat_bridge_courier_mail)."),
+        panel("Courier deposits per minute", [target(rate("bitchat_bridge_courier_deposits_total", "outcome"), "{{outcome}}")]),
+        panel("Courier drops per minute", [target(rate("bitchat_bridge_courier_drops_total", "outcome"), "{{outcome}}")]),
+        panel("Courier deliveries per minute", [target(rate("bitchat_bridge_courier_deliveries_total", "outcome"), "{{outcome}}")]),
+        panel("Courier publishes per minute", [target(rate("bitchat_bridge_courier_publishes_total", "outcome"), "{{outcome}}")]),
+        panel("Courier watch", [target(f"sum(bitchat_bridge_courier_watched_peers{SEL})", "watched peers"),
+                                target(f"sum(bitchat_bridge_courier_subscriptions{SEL})", "subscriptions")]),
+    ]),
     ("Queues and storage", [
         panel("Queue depth", [target(f"sum by (queue) (bitchat_bridge_queue_depth{SEL})", "{{queue}}")]),
         panel("Queue drops per minute", [target(rate("bitchat_bridge_queue_dropped_total", "queue"), "{{queue}}")]),

@@ -7,6 +7,7 @@ import MeshSync
 import ModerationLog
 import Moderation
 import BridgeCore
+public import Courier
 
 /// Every `/metrics` family the bridge exposes: its name, kind, help and label names — the one place metric
 /// names are chosen (issue 15). Modules count in typed values (``Tally`` of ``CounterKey``s, counter
@@ -81,6 +82,15 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     // What runs, and whether it is well (issue 23).
     case buildInfo = "bitchat_bridge_build_info"
     case health = "bitchat_bridge_health"
+    // The courier gateway (issue 24): counts without identities — no peer, tag or event id is ever a label.
+    case courierDeposits = "bitchat_bridge_courier_deposits_total"
+    case courierDrops = "bitchat_bridge_courier_drops_total"
+    case courierPublishes = "bitchat_bridge_courier_publishes_total"
+    case courierDeliveries = "bitchat_bridge_courier_deliveries_total"
+    case courierRemoved = "bitchat_bridge_courier_removed_total"
+    case courierMail = "bitchat_bridge_courier_mail"
+    case courierWatchedPeers = "bitchat_bridge_courier_watched_peers"
+    case courierSubscriptions = "bitchat_bridge_courier_subscriptions"
     // The process, under the names every Prometheus client library uses (no application prefix, by convention).
     case processCPUSeconds = "process_cpu_seconds_total"
     case processResidentMemory = "process_resident_memory_bytes"
@@ -92,7 +102,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         switch self {
         case .relayUp, .relayAnswering, .relayState, .relayClockOffset, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
             .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
-            .processOpenFDs, .processMaxFDs:
+            .processOpenFDs, .processMaxFDs, .courierMail, .courierWatchedPeers, .courierSubscriptions:
             .gauge
         default: .counter
         }
@@ -125,6 +135,9 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .syncRequests, .syncReplies, .boardPackets, .fleetLists, .boardNostr: ["outcome"]
         case .buildInfo: ["version", "commit"]
         case .health: ["component"]
+        case .courierDeposits, .courierDrops, .courierPublishes, .courierDeliveries: ["outcome"]
+        case .courierRemoved: ["store", "reason"]
+        case .courierMail: ["state"]
         default: []
         }
     }
@@ -192,6 +205,14 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .uptime: "Seconds since the bridge started."
         case .buildInfo: "1, labelled with the release (version) and the commit it was built from (unknown unless the build stamped it)."
         case .health: "1 while the component passes its /healthz check (relays: one answering; mesh: the transport up), else 0."
+        case .courierDeposits: "Courier envelopes (0x04) phones handed the bridge, by outcome: accepted, duplicate, malformed, expired, expiry_too_far, for_bridge, rate_limited, depositor_full; refused by the engine: not_direct, unverified_depositor."
+        case .courierDrops: "Kind-1401 drops from the courier relays, by outcome: queued (for a watched peer), duplicate, not_watched, for_bridge, or the refusal (bad_base64, malformed, expired, expiry_too_far, tag_mismatch, expiration_mismatch, too_large, wrong_kind)."
+        case .courierPublishes: "Drops published for held mail, by outcome: sent, confirmed (a relay's OK true within 10 s), refused, unanswered, unencodable."
+        case .courierDeliveries: "Directed 0x04 handovers to mesh peers, by outcome: sent, delivered (a link took it), failed (direct on no link)."
+        case .courierRemoved: "Courier mail removed before handover, by store (held, pending) and reason (evicted by a quota, expired)."
+        case .courierMail: "Courier mail kept now, by state: held (deposits, published as drops), pending (drops waiting for their peer)."
+        case .courierWatchedPeers: "Mesh peers whose courier tags the bridge watches on the courier relays."
+        case .courierSubscriptions: "Courier watch subscriptions open on each courier relay."
         case .processCPUSeconds: "User and system CPU time the process spent, seconds."
         case .processResidentMemory: "Resident memory of the process, bytes."
         case .processStartTime: "When the process started, seconds since the Unix epoch."
@@ -284,6 +305,19 @@ public struct BridgeMetrics: Sendable, Equatable {
     public var health: [String: Bool] = [:]
     /// The process's own figures (nil where /proc could not be read).
     public var process: ProcessFigures?
+    /// The courier gateway's figures (nil with it off).
+    public var courier: CourierFigures?
+
+    /// The courier gateway's counters and sizes (``CourierGateway``), and the engine's refused deposits.
+    public struct CourierFigures: Sendable, Equatable {
+        public var counters = CourierCounters()
+        public var held = 0
+        public var pending = 0
+        public var watchedPeers = 0
+        public var subscriptions = 0
+
+        public init() {}
+    }
 
     /// The `queue` label of ``BridgeMetric/queueDepth`` and ``BridgeMetric/queueDropped``: each queue's name is
     /// chosen here and nowhere else.
@@ -310,6 +344,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         case identities
         case blockList = "block_list"
         case syncPackets = "sync_packets"
+        case courier
     }
 
     /// The `reason` label of ``BridgeMetric/meshNodeDropped`` (the mesh node's ``MeshNode/Counters``).
@@ -377,6 +412,7 @@ public struct BridgeMetrics: Sendable, Equatable {
             .recentEvents: failures.failedPersists, .pendingUplinks: failures.failedUplinkWrites,
             .moderationLog: failures.failedModerationWrites, .identities: failures.failedSightingWrites,
             .blockList: failures.failedBlockListReads, .syncPackets: bridge.syncWriteFailures,
+            .courier: failures.failedCourierWrites,
         ]
         syncRequests = bridge.sync.refused.byLabel
         syncRequests["answered"] = bridge.sync.answered
@@ -385,6 +421,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         boardPackets = bridge.boardPackets.byLabel
         fleetLists = bridge.fleetLists.byLabel
         boardNostr = bridge.boardNostr.byLabel
+        courier = bridge.courier
     }
 
     public func snapshot() -> MetricsSnapshot {
@@ -495,6 +532,23 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.addEach(.boardPackets, boardPackets)
         w.addEach(.fleetLists, fleetLists)
         w.addEach(.boardNostr, boardNostr)
+        writeCourier(&w)
+    }
+
+    private func writeCourier(_ w: inout MetricsWriter) {
+        guard let courier else { return }
+        let c = courier.counters
+        w.addTally(.courierDeposits, c.deposits)
+        w.addTally(.courierDeposits, mesh.courier)
+        w.addTally(.courierDrops, c.drops)
+        w.addTally(.courierDrops, c.dropRefusals)
+        w.addTally(.courierPublishes, c.publishes)
+        w.addTally(.courierDeliveries, c.deliveries)
+        w.addTally(.courierRemoved, c.evictions) { [$0.rawValue, "evicted"] }
+        w.addTally(.courierRemoved, c.expired) { [$0.rawValue, "expired"] }
+        w.addEach(.courierMail, ["held": courier.held, "pending": courier.pending])
+        w.add(.courierWatchedPeers, courier.watchedPeers)
+        w.add(.courierSubscriptions, courier.subscriptions)
     }
 }
 

@@ -43,6 +43,9 @@ extension BridgeMachine {
             let hidden = routed.contains { if case .recordHidden(let report) = $0 { !report.shadow } else { false } }
             let event = hidden ? try? UnverifiedEvent(json: String(decoding: carrier.payload.eventJSON, as: UTF8.self)).verified() : nil
             return perform(routed, now: now, judged: event.map { .deposit($0, depositor: carrier.sender) })
+        case .courierDeposit, .courierSent:
+            // The courier gateway's (``courierInput(_:)``).
+            return []
         case .syncRequest(let link, let input):
             guard var responder else { return [] }
             let answer = responder.answer(input, from: &sync, now: nowMs)

@@ -1,5 +1,6 @@
 import BitchatWire
 import BotCrypto
+public import Courier
 public import BotSupport
 public import Identity
 public import Mesh
@@ -39,6 +40,8 @@ public struct BridgeMachine {
         public var liveView: Bool
         /// Seeds the downlink holds (0.2–1.5 s).
         public var seed: UInt64
+        /// The courier gateway (issue 24); nil = off.
+        public var courier: CourierGateway.Configuration?
 
         public init(
             keys: BridgeKeys, powBits: Int = 0, fleet: FleetSettings? = nil, sync: SyncResponder.Configuration? = nil,
@@ -71,6 +74,8 @@ public struct BridgeMachine {
         public var pendingUplinks: [NostrEvent]
         /// Hidden messages an earlier run kept for a release, oldest first.
         public var held: [HeldMessages.Held] = []
+        /// The courier gateway's held mail, pending drops and remembered event ids.
+        public var courier = CourierGateway.Restored()
 
         public init(
             operatorLists: OperatorLists? = .empty, marks: OperatorMarks? = nil, sync: SyncStores = SyncStores(),
@@ -93,6 +98,8 @@ public struct BridgeMachine {
         /// What the mesh engine reported.
         case mesh(MeshAction)
         case operatorInput(OperatorInput)
+        /// What the courier relays reported.
+        case courierRelay(CourierRelayInput)
         /// The identity store's block list and staff, read again (another process or the console changed them).
         case localMarks(OperatorMarks)
         /// ``nextDeadline(now:)`` was reached.
@@ -129,6 +136,8 @@ public struct BridgeMachine {
         case released(messageID: String, by: String, at: Double)
         /// Keep a hidden message on disk for a release after a restart (bounded by the store).
         case keepHeld(HeldMessages.Held, at: Double)
+        /// The courier gateway's publishes, subscriptions and store writes (its deliveries are ``mesh(_:)`` sends).
+        case courier(CourierGateway.Action)
         case log(LogLine)
         /// The console's live view.
         case activity(BridgeActivity)
@@ -189,6 +198,8 @@ public struct BridgeMachine {
     /// The bridge's own block list and denylist, before the fleet's are merged in.
     /// The identity store's block list and staff (the fleet's blocks are merged in by ``applyJudgeLists()``).
     var localMarks: OperatorMarks
+    /// The courier gateway (nil when off).
+    public internal(set) var courierGateway: CourierGateway?
     var localDenylist: Denylist
     var priorityAuthors: Set<String> = []
     var priorityComputedAt = -Double.infinity
@@ -226,6 +237,7 @@ public struct BridgeMachine {
         sync = restored.sync
         ledger = BoardLedger(restored.ledger)
         for item in restored.held { held.hold(item) }
+        courierGateway = configuration.courier.map { CourierGateway(configuration: $0, restored: restored.courier) }
         var actions = setLocalMarks(restored.marks ?? localMarks, log: false, now: now)
         if let kept = restored.keptFleetList, fleet != nil { actions += offerFleetList(kept, from: "kept file", now: now) }
         for event in restored.pendingUplinks {
@@ -256,13 +268,17 @@ public struct BridgeMachine {
         case .relaysConnected(let count):
             connectedRelays = count
             return perform(router.relaysConnected(count > 0, now: now), now: now)
-        case .mesh(let action): return mesh(action, now: now)
+        case .mesh(let action):
+            let courierActions = Self.courierInput(action).map { courier($0, now: now) } ?? []
+            return mesh(action, now: now) + courierActions
+        case .courierRelay(let input): return courierRelay(input, now: now)
         case .operatorInput(let input): return operatorInput(input, now: now)
         case .localMarks(let marks): return setLocalMarks(marks, log: true, now: now)
         case .deadline:
             let actions = perform(router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
-            return actions + refreshPriorityAuthors(now: now)
+            let courierActions = (courierDeadline.map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
+            return actions + refreshPriorityAuthors(now: now) + courierActions
         }
     }
 
@@ -273,6 +289,7 @@ public struct BridgeMachine {
         let refresh = max(now, priorityComputedAt + Limits.priorityAuthorsRefresh)
         if priorityDirty { next = min(next, refresh) }
         if let established = router.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
+        if let courier = courierDeadline { next = min(next, courier) }
         return next
     }
 

@@ -1,0 +1,52 @@
+import Courier
+import Mesh
+public import Nostr
+
+/// What the courier relays (the DM relays drops live on, COURIER.md §4.2) report to the machine.
+public enum CourierRelayInput: Sendable {
+    /// A verified event from the courier subscriptions.
+    case drop(NostrEvent)
+    /// How many courier relays are connected now.
+    case connectedRelays(Int)
+    /// A relay's `OK` for an event published there.
+    case answered(EventID, accepted: Bool)
+}
+
+/// The machine's courier side (issue 24): the ``CourierGateway`` fed from the mesh (verified and lost peers, deposits,
+/// the engine's answers to deliveries) and from the courier relays; its deliveries become directed 0x04 sends of the
+/// engine, everything else leaves as ``Action/courier(_:)`` for the executor. Nothing here reads or logs the mail.
+extension BridgeMachine {
+    mutating func courier(_ input: CourierGateway.Input, now: Double) -> [Action] {
+        guard var gateway = courierGateway else { return [] }
+        let actions = gateway.handle(input, nowMs: Self.ms(now))
+        courierGateway = gateway
+        return actions.map { action in
+            if case .deliver(let peer, let envelope, let ref) = action {
+                return .mesh(.sendCourier(to: peer, envelope: envelope, ref: ref.token))
+            }
+            return .courier(action)
+        }
+    }
+
+    mutating func courierRelay(_ input: CourierRelayInput, now: Double) -> [Action] {
+        switch input {
+        case .drop(let event): courier(.drop(event), now: now)
+        case .connectedRelays(let count): courier(.relaysConnected(count), now: now)
+        case .answered(let id, let accepted): courier(.published(id, accepted: accepted), now: now)
+        }
+    }
+
+    /// The engine's reports the gateway needs; nil for the others.
+    static func courierInput(_ action: MeshAction) -> CourierGateway.Input? {
+        switch action {
+        case .peerVerified(let peer): .peerVerified(peer.id, noiseKey: peer.noisePublicKey, direct: peer.isDirect)
+        case .peerLost(let id, _): .peerLost(id)
+        case .courierDeposit(let from, let envelope): .deposit(from: from, envelope: envelope)
+        case .courierSent(let token, let delivered): CourierGateway.DeliveryRef(token: token).map { .delivered($0, ok: delivered) }
+        default: nil
+        }
+    }
+
+    /// The gateway's deadline in the machine's seconds, or nil (off, or nothing due).
+    var courierDeadline: Double? { courierGateway?.nextDeadline().map { Double($0) / 1000 } }
+}

@@ -1,0 +1,105 @@
+import BitchatWire
+import BotCrypto
+import BotSupport
+import BridgeApp
+import BridgeCore
+import BridgeTesting
+import Nostr
+import Testing
+
+/// The courier gateway in the in-process world (issue 24): phones on one segment, a bridge, a relay reached through
+/// the real pool code (the bridge's courier relays are its operator relay here: relay_directory off).
+@Suite("World: courier gateway")
+struct CourierWorldTests {
+    static func envelope(for noiseKey: [UInt8], site: Site, copies: UInt8 = 4) -> CourierEnvelope {
+        let now = site.time.nowMs()
+        return CourierEnvelope(
+            recipientTag: CourierTag.tag(noiseKey: noiseKey, day: CourierTag.day(unixSeconds: Int64(now / 1000))),
+            expiryMs: now + 3_600_000, ciphertext: SecureRandom.bytes(300), copies: copies)
+    }
+
+    /// A drop as another gateway (or a phone's own app) parks it: kind 1401 under a key used once (COURIER.md §3.1).
+    static func drop(_ envelope: CourierEnvelope, site: Site) throws -> NostrEvent {
+        let key = try SchnorrSecretKey(bytes: SecureRandom.bytes(32))
+        return try UnsignedEvent(
+            pubkey: key.publicKey, createdAt: Int64(site.time.nowMs() / 1000), kind: 1401,
+            tags: [["x", Hex.encode(envelope.recipientTag)], ["expiration", String(envelope.expiryMs / 1000)]],
+            content: Base64.encode(try envelope.withCopies(1).encode())
+        ).signed(with: key)
+    }
+
+    @Test("a deposit becomes a drop; a drop for a verified phone is handed over once, byte-equal, and not again after a restart; held mail kept across it goes to its recipient when she arrives; /metrics counts it")
+    func roundTrip() async throws {
+        let site = Site(name: "courier")
+        let relay = try site.relay()
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air])
+        let alice = await site.phone("alice", on: [air])
+        let bob = await site.phone("bob", on: [air])
+        #expect(await alice.meets(bridge))
+        #expect(await bob.meets(bridge))
+        let bridgeID = await bridge.peerID
+
+        // Alice deposits mail for Carol, who is not here: published at once as a drop under a fresh key.
+        let carol = X25519PrivateKey.generate()
+        let forCarol = Self.envelope(for: carol.publicKey, site: site)
+        await alice.depositCourier(try forCarol.encode(), to: bridgeID)
+        let published = try #require(await relay.waitForEvent { $0.kind == 1401 }, "a drop on the relay")
+        #expect(published.tags == [["x", Hex.encode(forCarol.recipientTag)], ["expiration", String(forCarol.expiryMs / 1000)]])
+        #expect(try CourierEnvelope.decode(try Base64.decode(published.content)) == forCarol.withCopies(1), "copies forced to 1")
+        let keys = try bridge.keys()
+        #expect(published.pubkey != (try bridge.channelKey()).publicKey && published.pubkey.bytes != keys.noiseKey.publicKey)
+
+        // Bob's tags are watched (after the subscription's debounce); a drop for him is handed over once, byte-equal.
+        let bobsTag = Hex.encode(CourierTag.tag(noiseKey: bob.noiseKey.publicKey, day: CourierTag.day(unixSeconds: Int64(site.time.nowMs() / 1000))))
+        #expect(await site.advance(until: {
+            await relay.subscription(within: 0.05) { $0.filters.contains { $0.tags["x"]?.contains(bobsTag) == true } } != nil
+        }), "the bridge watches Bob's tag")
+        let forBob = Self.envelope(for: bob.noiseKey.publicKey, site: site, copies: 1)
+        let dropForBob = try Self.drop(forBob, site: site)
+        relay.post(dropForBob)
+        let bytes = try forBob.encode()
+        // Handed over once the bridge knows Bob as a direct peer: at the latest his next announce (iOS: 15 s ± 4), when
+        // his first verified announce reached it relayed.
+        #expect(await site.advance(until: { await bob.gotCourierMail(bytes, from: bridgeID, within: 0.05) }, limit: 30_000), "Bob got his mail")
+        let before = await bridge.runtime.metricsText()
+        for line in [
+            "bitchat_bridge_courier_deposits_total{outcome=\"accepted\"} 1", "bitchat_bridge_courier_drops_total{outcome=\"queued\"} 1",
+            "bitchat_bridge_courier_publishes_total{outcome=\"confirmed\"} 1", "bitchat_bridge_courier_deliveries_total{outcome=\"delivered\"} 1",
+            "bitchat_bridge_courier_mail{state=\"held\"} 1", "bitchat_bridge_courier_mail{state=\"pending\"} 0",
+        ] {
+            #expect(before.contains(line), "\(line)")
+        }
+
+        // The bridge restarts and the relay sends its backlog again (the pool's own dedup is gone with the process): the
+        // drop is remembered on disk, nothing more for Bob.
+        try await bridge.restart()
+        #expect(await site.advance(until: {
+            (try? await bridge.metrics().value("bitchat_bridge_courier_drops_total", labels: [.init("outcome", "duplicate")])) == 1
+        }, limit: 30_000), "the re-sent drop was seen before")
+        await site.advance(by: 20_000)
+        #expect(bob.courierMail.count == 1)
+
+        // Carol arrives: the held envelope is handed to her as deposited (copies 4 kept).
+        let carolPhone = await site.phone("carol", on: [air], noiseKey: carol)
+        let held = try forCarol.encode()
+        #expect(await site.advance(until: { await carolPhone.gotCourierMail(held, from: bridgeID, within: 0.05) }, limit: 30_000),
+                "Carol got hers")
+
+        // After the restart (counters start again): the held envelope came back from the store and went to Carol.
+        let metrics = await bridge.runtime.metricsText()
+        for line in [
+            "bitchat_bridge_courier_drops_total{outcome=\"duplicate\"} 1", "bitchat_bridge_courier_deliveries_total{outcome=\"delivered\"} 1",
+            "bitchat_bridge_courier_mail{state=\"held\"} 0", "bitchat_bridge_courier_mail{state=\"pending\"} 0",
+        ] {
+            #expect(metrics.contains(line), "\(line)")
+        }
+        let watched = try #require(try await bridge.metrics().value("bitchat_bridge_courier_watched_peers"))
+        #expect(watched >= 3, "alice, bob, carol: \(watched)")
+        for secret in [bobsTag, Hex.encode(forCarol.recipientTag), published.content, dropForBob.id.hex] {
+            #expect(!metrics.contains(secret), "no tag, content or event id on /metrics")
+            #expect(!bridge.log.lines.all.contains { $0.jsonLine.contains(secret) }, "nor in the log")
+        }
+        await site.stop()
+    }
+}
