@@ -157,7 +157,8 @@ extension PoolInputs where Element == CourierRelayInput {
     static func courier(_ pool: RelayPool) -> PoolInputs {
         PoolInputs(pool: pool) { report, pool in
             switch report {
-            case .event(let event, _, _): .drop(event)
+            case .event(let event, _, let subscription): .drop(event, subscription: subscription)
+            case .endOfStoredEvents(let subscription, _): .endOfStored(subscription: subscription)
             case .connected, .disconnected: .connectedRelays(pool.connectedCount)
             case .ok(_, let id, let accepted, _): (try? EventID(hex: id)).map { .answered($0, accepted: accepted) }
             default: nil

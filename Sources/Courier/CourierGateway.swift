@@ -145,8 +145,10 @@ public struct CourierGateway {
         /// A verified announce (the engine reports a peer when it is new or changed, `direct` included).
         case peerVerified(MeshPeerID, noiseKey: [UInt8], direct: Bool)
         case peerLost(MeshPeerID)
-        /// A verified event from the courier subscriptions.
-        case drop(NostrEvent)
+        /// A verified event from the courier subscriptions (`subscription`: which one brought it, when known).
+        case drop(NostrEvent, subscription: String? = nil)
+        /// The relays sent everything stored for `subscription` (or 10 s passed).
+        case endOfStored(subscription: String)
         /// A relay's `OK` for a drop this machine published.
         case published(EventID, accepted: Bool)
         /// The engine's answer to ``Action/deliver(to:envelope:ref:)``: a link took it, or the peer is direct nowhere.
@@ -168,6 +170,11 @@ public struct CourierGateway {
         case storePending(Pending)
         case removePending(eventID: String)
         case rememberSeen(eventID: String, atMs: UInt64)
+    }
+
+    public enum Limits {
+        /// Backfill rounds per chunk and load: with the filter's limit of 500, 5,000 drops a day for 100 phones.
+        public static let maxBackfillRounds = 10
     }
 
     public let configuration: Configuration
@@ -198,6 +205,9 @@ public struct CourierGateway {
     private var ownTags: [[UInt8]] = []
     private var ownTagsDay: UInt32?
     private var pendingTotalCount = 0
+    /// Subscriptions whose stored events are still arriving: how many came, the oldest `created_at` (for a backfill
+    /// when a chunk's backlog reached the filter's limit), and how many backfill rounds the chunk had.
+    private var loads: [String: (count: Int, oldest: Int64, round: Int)] = [:]
     /// No held envelope is due for a publish before this (lowered by a deposit, a refusal, a relay coming up).
     private var publishCheckAt: UInt64 = 0
 
@@ -236,8 +246,15 @@ public struct CourierGateway {
             direct.remove(peer)
             watch.lost(peer, nowMs: nowMs)
             expiryCheckAt = min(expiryCheckAt, nowMs + configuration.watchTTLMs)
-        case .drop(let event):
+        case .drop(let event, let subscription):
+            if let subscription, var load = loads[subscription] {
+                load.count += 1
+                load.oldest = min(load.oldest, event.createdAt)
+                loads[subscription] = load
+            }
             take(event, nowMs: nowMs, into: &actions)
+        case .endOfStored(let subscription):
+            backfill(after: subscription, nowMs: nowMs, into: &actions)
         case .published(let eventID, let accepted):
             guard let attempt = publishing.removeValue(forKey: eventID.hex) else { break }
             if accepted {
@@ -455,7 +472,30 @@ public struct CourierGateway {
         let dayChanged = watch.roll(nowMs: nowMs)
         guard dayChanged || (subscribeDue.map { $0 <= nowMs } ?? false) else { return }
         subscribeDue = nil
-        actions += watch.resubscribe(nowMs: nowMs, filterLimit: configuration.filterLimit)
+        for action in watch.resubscribe(nowMs: nowMs, filterLimit: configuration.filterLimit) {
+            if case .subscribe(let id, _) = action { loads[id] = (0, .max, 0) }
+            actions.append(action)
+        }
+    }
+
+    /// A chunk's stored drops reached the filter's limit: the relays may hold older ones within the day it asked for,
+    /// so the same tags are asked again up to the oldest seen (`<id>-older`), round after round, until a round brings
+    /// fewer than the limit (COURIER.md §4.3 "Ours"), at most ``Limits/maxBackfillRounds``.
+    private mutating func backfill(after subscription: String, nowMs: UInt64, into actions: inout [Action]) {
+        guard let load = loads.removeValue(forKey: subscription) else { return }
+        let backfillID = subscription.hasSuffix("-older") ? subscription : subscription + "-older"
+        let chunkID = String(backfillID.dropLast("-older".count))
+        guard load.count >= configuration.filterLimit, load.oldest != .max, load.round < Limits.maxBackfillRounds,
+              let slot = Int(chunkID.dropFirst("courier-".count)), let tags = watch.sent[slot]
+        else {
+            if subscription == backfillID { actions.append(.unsubscribe(id: backfillID)) }
+            return
+        }
+        loads[backfillID] = (0, .max, load.round + 1)
+        counters.backfills += 1
+        actions.append(.subscribe(id: backfillID, filter: NostrFilter(
+            kinds: [CourierDrop.kind], tags: ["x": tags], since: Int64(nowMs / 1000) - 86_400, until: load.oldest,
+            limit: configuration.filterLimit)))
     }
 
     // MARK: Expiry and delivery
@@ -559,6 +599,8 @@ public struct CourierCounters: Sendable, Equatable {
     public var watchOverflow = 0
     /// Deliveries put off by the airtime caps.
     public var airtimeDeferred = 0
+    /// Subscriptions asked again for older drops because a chunk's backlog reached the filter's limit.
+    public var backfills = 0
 
     public init() {}
 }

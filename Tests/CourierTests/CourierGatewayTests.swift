@@ -27,10 +27,12 @@ struct CourierGatewayTests {
             expiryMs: now + expiresIn, ciphertext: ciphertext ?? SecureRandom.bytes(200), copies: copies)
     }
 
-    static func drop(_ envelope: CourierEnvelope, x: String? = nil, expiration: String? = nil, content: String? = nil) throws -> NostrEvent {
+    static func drop(
+        _ envelope: CourierEnvelope, x: String? = nil, expiration: String? = nil, content: String? = nil, createdAt: Int64 = Int64(t0 / 1000)
+    ) throws -> NostrEvent {
         let key = try SchnorrSecretKey(bytes: SecureRandom.bytes(32))
         let unsigned = UnsignedEvent(
-            pubkey: key.publicKey, createdAt: Int64(t0 / 1000), kind: 1401,
+            pubkey: key.publicKey, createdAt: createdAt, kind: 1401,
             tags: [["x", x ?? Hex.encode(envelope.recipientTag)], ["expiration", expiration ?? String(envelope.expiryMs / 1000)]],
             content: try content ?? Base64.encode(envelope.withCopies(1).encode()))
         return try unsigned.signed(with: key)
@@ -160,6 +162,32 @@ struct CourierGatewayTests {
             _ = gateway.handle(.peerVerified(MeshPeerID(noisePublicKey: key), noiseKey: key, direct: true), nowMs: Self.t0 + 2_000)
         }
         #expect(gateway.watchedCount == 4 && gateway.counters.watchOverflow == 1)
+    }
+
+    @Test("a chunk's backlog at the filter's limit is asked again up to its oldest drop, round after round, until a round brings less")
+    func backfill() throws {
+        var gateway = Self.gateway { $0.filterLimit = 3 }
+        _ = gateway.handle(.peerVerified(Self.phoneB, noiseKey: Self.keyB, direct: false), nowMs: Self.t0)
+        _ = gateway.handle(.deadline, nowMs: Self.t0 + 5_000)
+        func load(_ subscription: String, ages: [Int64]) throws {
+            for age in ages {
+                let event = try Self.drop(Self.envelope(for: Self.keyB), createdAt: Int64(Self.t0 / 1000) - age)
+                _ = gateway.handle(.drop(event, subscription: subscription), nowMs: Self.t0 + 6_000)
+            }
+        }
+        try load("courier-0", ages: [100, 50, 10])
+        let first = gateway.handle(.endOfStored(subscription: "courier-0"), nowMs: Self.t0 + 6_000)
+        guard case .subscribe("courier-0-older", let filter) = try #require(first.first) else { Issue.record("\(first)"); return }
+        #expect(filter.until == Int64(Self.t0 / 1000) - 100 && filter.limit == 3 && filter.tags["x"]?.count == 3)
+        try load("courier-0-older", ages: [300, 200, 150])
+        let second = gateway.handle(.endOfStored(subscription: "courier-0-older"), nowMs: Self.t0 + 7_000)
+        guard case .subscribe("courier-0-older", let again) = try #require(second.first) else { Issue.record("\(second)"); return }
+        #expect(again.until == Int64(Self.t0 / 1000) - 300)
+        try load("courier-0-older", ages: [400])
+        #expect(gateway.handle(.endOfStored(subscription: "courier-0-older"), nowMs: Self.t0 + 8_000) == [.unsubscribe(id: "courier-0-older")])
+        #expect(gateway.counters.backfills == 2 && gateway.counters.drops[.queued] == 7)
+        // A load below the limit asks for nothing more.
+        #expect(gateway.handle(.endOfStored(subscription: "courier-0"), nowMs: Self.t0 + 9_000).isEmpty)
     }
 
     @Test("a drop for a watched direct peer is queued, remembered and delivered byte-equal; again: nothing")

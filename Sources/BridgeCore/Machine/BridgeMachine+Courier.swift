@@ -4,8 +4,10 @@ public import Nostr
 
 /// What the courier relays (the DM relays drops live on, COURIER.md §4.2) report to the machine.
 public enum CourierRelayInput: Sendable {
-    /// A verified event from the courier subscriptions.
-    case drop(NostrEvent)
+    /// A verified event from the courier subscriptions, with the subscription that brought it.
+    case drop(NostrEvent, subscription: String)
+    /// Every relay sent what it stored for `subscription` (or the pool's 10 s passed).
+    case endOfStored(subscription: String)
     /// How many courier relays are connected now.
     case connectedRelays(Int)
     /// A relay's `OK` for an event published there.
@@ -30,7 +32,8 @@ extension BridgeMachine {
 
     mutating func courierRelay(_ input: CourierRelayInput, now: Double) -> [Action] {
         switch input {
-        case .drop(let event): courier(.drop(event), now: now)
+        case .drop(let event, let subscription): courier(.drop(event, subscription: subscription), now: now)
+        case .endOfStored(let subscription): courier(.endOfStored(subscription: subscription), now: now)
         case .connectedRelays(let count): courier(.relaysConnected(count), now: now)
         case .answered(let id, let accepted): courier(.published(id, accepted: accepted), now: now)
         }
