@@ -329,7 +329,7 @@ final class StopWatch: Sendable {
 
     var elapsedMilliseconds: Int64? {
         started.withLock { started in
-            started.map { let c = (ContinuousClock.now - $0).components; return c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000 }
+            started.map { (ContinuousClock.now - $0).milliseconds }
         }
     }
 }

@@ -227,6 +227,7 @@ public enum Doctor {
 }
 
 extension Duration {
+    /// Whole milliseconds (the doctor's answer times, the runtime's stop timer).
     var milliseconds: Int64 { components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000 }
     var seconds: Int64 { components.seconds }
 }

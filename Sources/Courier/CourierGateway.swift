@@ -178,7 +178,13 @@ public struct CourierGateway {
     }
 
     public let configuration: Configuration
-    public private(set) var counters = CourierCounters()
+    /// What the gateway counts; ``counters`` adds what the watch list counts itself.
+    private var tallies = CourierCounters()
+    public var counters: CourierCounters {
+        var counters = tallies
+        counters.watchOverflow = watch.overflow
+        return counters
+    }
     private(set) var held: [String: Held] = [:]
     private var pending: [MeshPeerID: [Pending]] = [:]
     private var seen: [String: UInt64] = [:]
@@ -240,7 +246,6 @@ public struct CourierGateway {
         case .peerVerified(let peer, let noiseKey, let isDirect):
             _ = watch.roll(nowMs: nowMs)
             if watch.verified(peer, noiseKey: noiseKey, direct: isDirect, nowMs: nowMs) { watchChanged(nowMs: nowMs) }
-            counters.watchOverflow = watch.overflow
             if isDirect, watch.entries[peer] != nil { direct.insert(peer) } else { direct.remove(peer) }
         case .peerLost(let peer):
             direct.remove(peer)
@@ -258,7 +263,7 @@ public struct CourierGateway {
         case .published(let eventID, let accepted):
             guard let attempt = publishing.removeValue(forKey: eventID.hex) else { break }
             if accepted {
-                counters.publishes.add(.confirmed)
+                tallies.publishes.add(.confirmed)
                 if var entry = held[attempt.held] {
                     entry.publishedMs = nowMs
                     held[attempt.held] = entry
@@ -266,7 +271,7 @@ public struct CourierGateway {
                     publishCheckAt = min(publishCheckAt, nowMs + configuration.republishMs)
                 }
             } else {
-                counters.publishes.add(.refused)
+                tallies.publishes.add(.refused)
                 publishRetryAt[attempt.held] = nowMs + configuration.publishRetryMs
                 publishCheckAt = min(publishCheckAt, nowMs + configuration.publishRetryMs)
             }
@@ -275,10 +280,10 @@ public struct CourierGateway {
             guard ok else {
                 // Direct on no link after all: nothing more for it until its next direct announce.
                 if let peer { direct.remove(peer) }
-                counters.deliveries.add(.failed)
+                tallies.deliveries.add(.failed)
                 break
             }
-            counters.deliveries.add(.delivered)
+            tallies.deliveries.add(.delivered)
             // The envelope is remembered as handed over (24 h, on disk): the same mail under another drop (another
             // courier's, or our own coming back from the relay) or deposited again is not delivered twice.
             switch ref {
@@ -319,21 +324,21 @@ public struct CourierGateway {
     // MARK: Deposits
 
     private mutating func deposit(_ bytes: [UInt8], from depositor: MeshPeerID, nowMs: UInt64, into actions: inout [Action]) {
-        guard let envelope = try? CourierEnvelope.decode(bytes) else { return counters.deposits.add(.malformed) }
-        guard !envelope.isExpired(nowMs: nowMs) else { return counters.deposits.add(.expired) }
-        guard envelope.expiryMs <= nowMs + CourierDrop.Limits.maxExpiryAheadMs else { return counters.deposits.add(.expiryTooFar) }
-        guard !isForBridge(envelope, nowMs: nowMs) else { return counters.deposits.add(.forBridge) }
+        guard let envelope = try? CourierEnvelope.decode(bytes) else { return tallies.deposits.add(.malformed) }
+        guard !envelope.isExpired(nowMs: nowMs) else { return tallies.deposits.add(.expired) }
+        guard envelope.expiryMs <= nowMs + CourierDrop.Limits.maxExpiryAheadMs else { return tallies.deposits.add(.expiryTooFar) }
+        guard !isForBridge(envelope, nowMs: nowMs) else { return tallies.deposits.add(.forBridge) }
         let id = Self.envelopeID(envelope)
-        if held[id] != nil || seen[id] != nil { return counters.deposits.add(.duplicate) }
+        if held[id] != nil || seen[id] != nil { return tallies.deposits.add(.duplicate) }
         var times = (depositTimes[depositor] ?? []).filter { $0 + 60_000 > nowMs }
-        guard times.count < configuration.depositsPerMinute else { return counters.deposits.add(.rateLimited) }
+        guard times.count < configuration.depositsPerMinute else { return tallies.deposits.add(.rateLimited) }
         guard held.values.filter({ $0.depositor == depositor }).count < configuration.perDepositor else {
-            return counters.deposits.add(.depositorFull)
+            return tallies.deposits.add(.depositorFull)
         }
         if held.count >= configuration.storeMax, let oldest = held.values.min(by: { ($0.depositedMs, $0.id) < ($1.depositedMs, $1.id) }) {
             held[oldest.id] = nil
             actions.append(.removeHeld(oldest.id))
-            counters.evictions.add(.held)
+            tallies.evictions.add(.held)
         }
         times.append(nowMs)
         depositTimes[depositor] = times
@@ -342,13 +347,13 @@ public struct CourierGateway {
         expiryCheckAt = min(expiryCheckAt, envelope.expiryMs)
         publishCheckAt = 0
         actions.append(.storeHeld(entry))
-        counters.deposits.add(.accepted)
+        tallies.deposits.add(.accepted)
     }
 
     private mutating func publishDue(nowMs: UInt64, into actions: inout [Action]) {
         for (eventID, attempt) in publishing where attempt.deadline <= nowMs {
             publishing[eventID] = nil
-            counters.publishes.add(.unanswered)
+            tallies.publishes.add(.unanswered)
             publishRetryAt[attempt.held] = nowMs + configuration.publishRetryMs
             publishCheckAt = min(publishCheckAt, nowMs + configuration.publishRetryMs)
         }
@@ -362,14 +367,14 @@ public struct CourierGateway {
                 continue
             }
             guard let event = try? CourierDrop.event(for: entry.envelope, key: nextDropKey(), now: Int64(nowMs / 1000)) else {
-                counters.publishes.add(.unencodable)
+                tallies.publishes.add(.unencodable)
                 continue
             }
             publishRetryAt[entry.id] = nil
             publishing[event.id.hex] = (entry.id, nowMs + configuration.publishAckMs)
             // Our own drop comes back from the relay when its recipient is watched: taken as seen, never queued.
             remember(event.id.hex, nowMs: nowMs, into: &actions)
-            counters.publishes.add(.sent)
+            tallies.publishes.add(.sent)
             actions.append(.publish(event))
         }
     }
@@ -404,42 +409,42 @@ public struct CourierGateway {
 
     private mutating func take(_ event: NostrEvent, nowMs: UInt64, into actions: inout [Action]) {
         let id = event.id.hex
-        guard seen[id] == nil else { return counters.drops.add(.duplicate) }
+        guard seen[id] == nil else { return tallies.drops.add(.duplicate) }
         let envelope: CourierEnvelope
         do {
             envelope = try CourierDrop.envelope(of: event, nowMs: nowMs)
         } catch {
-            counters.dropRefusals.add(error)
+            tallies.dropRefusals.add(error)
             return remember(id, nowMs: nowMs, into: &actions)
         }
         guard seen[Self.envelopeID(envelope)] == nil else {
-            counters.drops.add(.duplicate)
+            tallies.drops.add(.duplicate)
             return remember(id, nowMs: nowMs, into: &actions)
         }
         let tag = Hex.encode(envelope.recipientTag)
         if isForBridge(envelope, nowMs: nowMs) {
-            counters.drops.add(.forBridge)
+            tallies.drops.add(.forBridge)
             return remember(id, nowMs: nowMs, into: &actions)
         }
         // A stranger's tag is left unseen: the peer may be watched when the relay sends it again.
-        guard let peer = watch.owner(ofTag: tag) else { return counters.drops.add(.notWatched) }
+        guard let peer = watch.owner(ofTag: tag) else { return tallies.drops.add(.notWatched) }
         remember(id, nowMs: nowMs, into: &actions)
         var queue = pending[peer] ?? []
         let entry = Pending(eventID: id, peer: peer, envelope: (try? envelope.encode()) ?? [], expiryMs: envelope.expiryMs)
         if queue.count >= configuration.pendingPerPeer {
             actions.append(.removePending(eventID: queue.removeFirst().eventID))
             pendingTotalCount -= 1
-            counters.evictions.add(.pending)
+            tallies.evictions.add(.pending)
         }
         queue.append(entry)
         pending[peer] = queue
         pendingTotalCount += 1
         expiryCheckAt = min(expiryCheckAt, entry.expiryMs)
         actions.append(.storePending(entry))
-        counters.drops.add(.queued)
+        tallies.drops.add(.queued)
         if pendingTotalCount > configuration.pendingTotal, let oldest = pending.values.flatMap({ $0 }).min(by: { $0.expiryMs < $1.expiryMs }) {
             removePending(oldest.eventID, into: &actions)
-            counters.evictions.add(.pending)
+            tallies.evictions.add(.pending)
         }
     }
 
@@ -492,7 +497,7 @@ public struct CourierGateway {
             return
         }
         loads[backfillID] = (0, .max, load.round + 1)
-        counters.backfills += 1
+        tallies.backfills += 1
         actions.append(.subscribe(id: backfillID, filter: NostrFilter(
             kinds: [CourierDrop.kind], tags: ["x": tags], since: Int64(nowMs / 1000) - 86_400, until: load.oldest,
             limit: configuration.filterLimit)))
@@ -512,12 +517,12 @@ public struct CourierGateway {
         for entry in held.values where entry.envelope.isExpired(nowMs: nowMs) {
             held[entry.id] = nil
             actions.append(.removeHeld(entry.id))
-            counters.expired.add(.held)
+            tallies.expired.add(.held)
         }
         for queue in pending.values {
             for entry in queue where nowMs >= entry.expiryMs {
                 removePending(entry.eventID, into: &actions)
-                counters.expired.add(.pending)
+                tallies.expired.add(.pending)
             }
         }
         expiryCheckAt = ([watch.nextExpiry] + held.values.map(\.envelope.expiryMs) + pending.values.flatMap { $0.map(\.expiryMs) })
@@ -545,14 +550,14 @@ public struct CourierGateway {
                 else {
                     let reopens = min(times.first.map { $0 + 60_000 } ?? .max, bytesSent.first.map { $0.atMs + 60_000 } ?? .max)
                     airtimeRetryAt = min(airtimeRetryAt ?? .max, reopens)
-                    counters.airtimeDeferred += 1
+                    tallies.airtimeDeferred += 1
                     break
                 }
                 times.append(nowMs)
                 bytesInWindow += item.bytes.count
                 bytesSent.append((nowMs, item.bytes.count))
                 delivering[item.ref] = peer
-                counters.deliveries.add(.sent)
+                tallies.deliveries.add(.sent)
                 actions.append(.deliver(to: peer, envelope: item.bytes, ref: item.ref))
             }
             deliveriesByPeer[peer] = times.isEmpty ? nil : times
