@@ -79,6 +79,11 @@ public struct SlidingWindowLimiter: Sendable {
     public func available(now: Double) -> Int {
         limit - times.prefix(filled).reduce(0) { $0 + (now - $1 < window ? 1 : 0) }
     }
+
+    /// When one more event is admitted next: `now` when it would be now, else when the oldest event in the window leaves it.
+    public func nextAdmission(now: Double) -> Double {
+        wouldAdmit(now: now) ? now : times[next] + window
+    }
 }
 
 /// One ``SlidingWindowLimiter`` per key, with at most `maxKeys` keys (least recently created dropped, O(1)).

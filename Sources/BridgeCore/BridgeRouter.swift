@@ -309,6 +309,15 @@ public struct BridgeRouter {
     public func nextEstablishment(now: Double) -> Double? { downlinks.nextEstablishment(now: now) }
     /// Downlinks the scheduler dropped, by reason.
     public var downlinkDrops: Tally<AirtimeDrop> { downlinks.drops }
+    /// Courier handovers the one downlink schedule lets go now (``AirtimeScheduler/courierSlots(now:)``).
+    public func courierSlots(now: Double) -> Int { downlinks.courierSlots(now: now) }
+    /// When a courier slot is free next (``AirtimeScheduler/nextCourierSlot(now:)``).
+    public func nextCourierSlot(now: Double) -> Double { downlinks.nextCourierSlot(now: now) }
+    /// Counts courier handovers sent at `now` against the downlink budget, and whether mail still waits for a slot.
+    public mutating func chargeCourier(_ count: Int, now: Double, waiting: Bool) {
+        downlinks.chargeCourier(count, now: now)
+        downlinks.setCourierWaiting(waiting)
+    }
     public var queuedUplinks: Int { uplinks.count }
     public var carrierVerification: EventVerifier.Counters { carrierVerifier.counters }
 

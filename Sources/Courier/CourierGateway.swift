@@ -15,7 +15,8 @@ public import Nostr
 ///   a peer keeps its subscription slot, so only the chunk that changed is sent again; all at the UTC day change.
 /// - **Delivery** (bridge → phone): a valid drop for a watched peer is queued for it and its event id remembered (24 h),
 ///   and held mail for a peer is handed over, as a directed signed 0x04 when the peer is a direct peer of a link —
-///   removed only when the engine reports that a link took it; smallest first, within the airtime caps.
+///   removed only when the engine reports that a link took it; every phone's smallest first, within the airtime caps
+///   and the slots the mesh's one downlink schedule gives courier mail (``handle(_:nowMs:slots:)``).
 ///
 /// Time comes in with each input (`nowMs`, wall clock), randomness as a secret seed (the drop keys); storage leaves as
 /// actions and comes back at start as ``Restored``. ``nextDeadline()`` says when it next wants ``Input/deadline``.
@@ -172,6 +173,16 @@ public struct CourierGateway {
         case rememberSeen(eventID: String, atMs: UInt64)
     }
 
+    /// What holds ready mail back (COURIER.md §4.4; typed counter key).
+    public enum AirtimeCap: String, CounterKey, CaseIterable {
+        /// ``Configuration/deliveriesPerPeerPerMinute`` handovers to that phone in the last minute.
+        case peerRate = "peer_rate"
+        /// ``Configuration/bytesPerMinute`` envelope bytes over all links in the last minute.
+        case bytes
+        /// No slot of the mesh's one downlink schedule: chat downlinks first, courier's share of the budget used.
+        case downlinkBudget = "downlink_budget"
+    }
+
     public enum Limits {
         /// Backfill rounds per chunk and load: with the filter's limit of 500, 5,000 drops a day for 100 phones.
         public static let maxBackfillRounds = 10
@@ -205,6 +216,8 @@ public struct CourierGateway {
     private var deliveriesByPeer: [MeshPeerID: [UInt64]] = [:]
     private var bytesSent: [(atMs: UInt64, bytes: Int)] = []
     private var airtimeRetryAt: UInt64?
+    /// The caps that held ready mail back at the last delivery pass (a cap is counted when it starts holding).
+    private var holding: Set<AirtimeCap> = []
     /// No envelope, pending drop or lost watch entry expires before this (lowered as they are added).
     private var expiryCheckAt: UInt64 = 0
     /// The bridge's own tags for ``ownTagsDay`` (mail for the bridge itself is for no one here).
@@ -232,13 +245,17 @@ public struct CourierGateway {
     }
 
     public var heldCount: Int { held.count }
+    /// Ready mail waits for a slot of the downlink schedule (the caller asks again when one frees up).
+    public var waitsForSlots: Bool { holding.contains(.downlinkBudget) }
     public var pendingCount: Int { pendingTotalCount }
     public var watchedCount: Int { watch.entries.count }
     public var subscriptionCount: Int { watch.sent.count }
 
     // MARK: Inputs
 
-    public mutating func handle(_ input: Input, nowMs: UInt64) -> [Action] {
+    /// Takes `input` at `nowMs`; `slots` is how many handovers the mesh's downlink schedule lets go now (the bridge's
+    /// router: chat first, courier's share of the budget; unbounded when the gateway runs on its own).
+    public mutating func handle(_ input: Input, nowMs: UInt64, slots: Int = .max) -> [Action] {
         var actions: [Action] = []
         switch input {
         case .deposit(let depositor, let bytes):
@@ -306,7 +323,7 @@ public struct CourierGateway {
         expire(nowMs: nowMs, into: &actions)
         publishDue(nowMs: nowMs, into: &actions)
         resubscribeIfDue(nowMs: nowMs, into: &actions)
-        deliverDue(nowMs: nowMs, into: &actions)
+        deliverDue(nowMs: nowMs, slots: slots, into: &actions)
         return actions
     }
 
@@ -529,8 +546,15 @@ public struct CourierGateway {
             .compactMap { $0 }.min() ?? .max
     }
 
-    private mutating func deliverDue(nowMs: UInt64, into actions: inout [Action]) {
+    /// Hands ready mail over: for every direct phone its smallest first, then everyone's second (one phone's backlog
+    /// does not hold the others' first mail back), within the per-phone and byte caps and `slots`.
+    private mutating func deliverDue(nowMs: UInt64, slots: Int, into actions: inout [Action]) {
         airtimeRetryAt = nil
+        var holding: Set<AirtimeCap> = []
+        defer {
+            for cap in holding.subtracting(self.holding) { tallies.airtimeWaits.add(cap) }
+            self.holding = holding
+        }
         guard !direct.isEmpty, !pending.isEmpty || !held.isEmpty else { return }
         var mail: [MeshPeerID: [(ref: DeliveryRef, bytes: [UInt8])]] = [:]
         for peer in direct {
@@ -540,28 +564,38 @@ public struct CourierGateway {
             guard let owner = watch.owner(ofTag: entry.tagHex), direct.contains(owner), let bytes = try? entry.envelope.encode() else { continue }
             mail[owner, default: []].append((.held(entry.id), bytes))
         }
+        let order = mail.flatMap { peer, items in
+            items.filter { delivering[$0.ref] == nil }.sorted { $0.bytes.count < $1.bytes.count }.enumerated()
+                .map { (rank: $0.offset, peer: peer, ref: $0.element.ref, bytes: $0.element.bytes) }
+        }.sorted { ($0.rank, $0.bytes.count, $0.peer) < ($1.rank, $1.bytes.count, $1.peer) }
         bytesSent.removeAll { $0.atMs + 60_000 <= nowMs }
         var bytesInWindow = bytesSent.reduce(0) { $0 + $1.bytes }
-        for peer in mail.keys.sorted() {
-            var times = (deliveriesByPeer[peer] ?? []).filter { $0 + 60_000 > nowMs }
-            for item in mail[peer, default: []].sorted(by: { $0.bytes.count < $1.bytes.count }) where delivering[item.ref] == nil {
-                guard times.count < configuration.deliveriesPerPeerPerMinute,
-                      bytesInWindow + item.bytes.count <= configuration.bytesPerMinute || bytesInWindow == 0
-                else {
-                    let reopens = min(times.first.map { $0 + 60_000 } ?? .max, bytesSent.first.map { $0.atMs + 60_000 } ?? .max)
-                    airtimeRetryAt = min(airtimeRetryAt ?? .max, reopens)
-                    tallies.airtimeDeferred += 1
-                    break
-                }
-                times.append(nowMs)
-                bytesInWindow += item.bytes.count
-                bytesSent.append((nowMs, item.bytes.count))
-                delivering[item.ref] = peer
-                tallies.deliveries.add(.sent)
-                actions.append(.deliver(to: peer, envelope: item.bytes, ref: item.ref))
+        var times: [MeshPeerID: [UInt64]] = [:]
+        var slotsLeft = slots
+        for item in order {
+            let sent = times[item.peer] ?? (deliveriesByPeer[item.peer] ?? []).filter { $0 + 60_000 > nowMs }
+            times[item.peer] = sent
+            let cap: AirtimeCap? =
+                if sent.count >= configuration.deliveriesPerPeerPerMinute { .peerRate }
+                else if bytesInWindow > 0 && bytesInWindow + item.bytes.count > configuration.bytesPerMinute { .bytes }
+                else if slotsLeft <= 0 { .downlinkBudget }
+                else { nil }
+            if let cap {
+                holding.insert(cap)
+                // The caller wakes the gateway when the schedule has a slot again; the gateway's own caps reopen here.
+                let reopens = cap == .peerRate ? sent.first.map { $0 + 60_000 } : bytesSent.first.map { $0.atMs + 60_000 }
+                if cap != .downlinkBudget, let reopens { airtimeRetryAt = min(airtimeRetryAt ?? .max, reopens) }
+                continue
             }
-            deliveriesByPeer[peer] = times.isEmpty ? nil : times
+            slotsLeft -= 1
+            times[item.peer] = sent + [nowMs]
+            bytesInWindow += item.bytes.count
+            bytesSent.append((nowMs, item.bytes.count))
+            delivering[item.ref] = item.peer
+            tallies.deliveries.add(.sent)
+            actions.append(.deliver(to: item.peer, envelope: item.bytes, ref: item.ref))
         }
+        for (peer, sent) in times { deliveriesByPeer[peer] = sent.isEmpty ? nil : sent }
     }
 }
 
@@ -593,6 +627,8 @@ public struct CourierCounters: Sendable, Equatable {
         case held, pending
     }
 
+    public typealias AirtimeCap = CourierGateway.AirtimeCap
+
     public var deposits = Tally<Deposit>()
     public var drops = Tally<Drop>()
     public var dropRefusals = Tally<CourierDrop.Refusal>()
@@ -602,8 +638,8 @@ public struct CourierCounters: Sendable, Equatable {
     public var expired = Tally<Store>()
     /// Peers not watched because the watch list was full of direct peers.
     public var watchOverflow = 0
-    /// Deliveries put off by the airtime caps.
-    public var airtimeDeferred = 0
+    /// Times ready mail began waiting for airtime, by the cap that held it.
+    public var airtimeWaits = Tally<AirtimeCap>()
     /// Subscriptions asked again for older drops because a chunk's backlog reached the filter's limit.
     public var backfills = 0
 

@@ -182,6 +182,7 @@ struct MetricsScenarioTests {
         "bitchat_bridge_courier_publishes_total": "as bitchat_bridge_courier_deposits_total",
         "bitchat_bridge_courier_deliveries_total": "as bitchat_bridge_courier_deposits_total",
         "bitchat_bridge_courier_removed_total": "no mail expires or overflows a quota here; CourierGatewayTests counts both",
+        "bitchat_bridge_courier_airtime_waits_total": "no private mail here: CourierWorldTests scrapes it after chat spent the downlink budget",
         "bitchat_bridge_relay_clock_offset_seconds": "neither relay here (nostr-sdk's, the silent one) sends a Date header; RelayClockTests (world) and DoctorCommandTests read it from LoopbackRelay's",
         "bitchat_bridge_relay_connect_failures_total": "only when a reconnect attempt falls inside the killed relay's ~2 s outage (timing)",
         "bitchat_bridge_deposits_dropped_total": "the one deposit is well-formed and within its budget",

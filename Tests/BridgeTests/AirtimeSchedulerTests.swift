@@ -328,4 +328,37 @@ struct AirtimeSchedulerTests {
         #expect(s.due(now: 2) { _, _ in true }.sent.count == 1)
         #expect(s.due(now: 4) { _, _ in true }.sent.count == 2)
     }
+
+    @Test("courier handovers share the budget: up to 10 a minute when chat is quiet; behind ready chat beyond 3 a minute; every one costs chat a slot")
+    func courierShare() {
+        var s = Scheduler()
+        // Quiet chat: courier's share, 10 of the 30.
+        #expect(s.courierSlots(now: 0) == 10 && s.nextCourierSlot(now: 0) == 0)
+        s.chargeCourier(10, now: 0)
+        #expect(s.courierSlots(now: 1) == 0 && s.nextCourierSlot(now: 1) == 60, "the share reopens a minute after its oldest")
+        // 25 chat items ready: 20 slots were left, all go to chat; courier's share is spent for the minute.
+        for i in 0..<25 { s.enqueue(id: i, lane: "level", sender: "s\(i)", item: "", airtime: 100, now: 1, unitRandom: 0) }
+        #expect(s.due(now: 2) { _, _ in true }.sent.count == 20)
+        #expect(s.courierSlots(now: 2) == 0 && s.courierCount == 10)
+
+        // A minute after the chat slots: the budget is free again and 5 chat items are still ready. Courier gets its
+        // floor (3) ahead of them and the slots none of them claims, up to its share.
+        #expect(s.courierSlots(now: 62) == 10, "30 free, 5 claimed by ready chat, 3 ahead: min(share 10, 3 + 22)")
+        var busy = Scheduler()
+        for i in 0..<40 { busy.enqueue(id: i, lane: "level", sender: "s\(i)", item: "", airtime: 100, now: 0, unitRandom: 0) }
+        #expect(busy.due(now: 1) { _, _ in true }.sent.count == 30)
+        #expect(busy.courierSlots(now: 1) == 0 && busy.nextCourierSlot(now: 1) == 61, "the budget is spent: no slot until it frees")
+        for i in 40..<80 { busy.enqueue(id: i, lane: "level", sender: "t\(i)", item: "", airtime: 100, now: 30, unitRandom: 0) }
+        // Mail waits (the gateway said so): at 61 chat takes 27 of the 30 free slots and leaves courier its floor of 3,
+        // though 50 chat items are ready.
+        busy.setCourierWaiting(true)
+        #expect(busy.due(now: 61) { _, _ in true }.sent.count == 27)
+        #expect(busy.courierSlots(now: 61) == 3)
+        busy.chargeCourier(3, now: 61)
+        #expect(busy.courierSlots(now: 62) == 0 && busy.nextCourierSlot(now: 62) == 121, "floor and budget spent")
+        // The next minute: the 23 chat items left all fit beside the floor; courier may take the 7 slots left.
+        busy.setCourierWaiting(true)
+        #expect(busy.due(now: 121) { _, _ in true }.sent.count == 23)
+        #expect(busy.courierSlots(now: 121) == 7 && busy.nextCourierSlot(now: 121) == 121)
+    }
 }

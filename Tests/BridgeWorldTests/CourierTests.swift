@@ -102,4 +102,49 @@ struct CourierWorldTests {
         }
         await site.stop()
     }
+
+    @Test("a handover takes its slot from the one downlink schedule: while chat has spent the minute's budget Bob's mail waits (counted on /metrics), then goes ahead of the chat still queued")
+    func sharesTheDownlinkBudget() async throws {
+        let site = Site(name: "courier-budget")
+        let relay = try site.relay()
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air])
+        let bob = await site.phone("bob", on: [air])
+        #expect(await bob.meets(bridge))
+        let bridgeID = await bridge.peerID
+        let bobsTag = Hex.encode(CourierTag.tag(noiseKey: bob.noiseKey.publicKey, day: CourierTag.day(unixSeconds: Int64(site.time.nowMs() / 1000))))
+        #expect(await site.advance(until: {
+            await relay.subscription(within: 0.05) { $0.filters.contains { $0.tags["x"]?.contains(bobsTag) == true } } != nil
+        }), "the bridge watches Bob's tag")
+        // Bob is a direct peer by his next announce (iOS: 15 s ± 4); then the chat: 40 lines, 80 forms with the mirror,
+        // against 30 broadcasts a minute (lines under 16 characters: the spam filter's copy rule leaves them alone).
+        await site.advance(by: 20_000)
+        for index in 0..<40 { try site.poster("poster \(index)").post("at gate \(index)", to: relay) }
+        @Sendable func forms() async -> Double {
+            let metrics = try? await bridge.metrics()
+            return ["gateway", "mirror"].reduce(0) { $0 + (metrics?.value("bitchat_bridge_downlink_forms_total", labels: [.init("queue", $1)]) ?? 0) }
+        }
+        #expect(await site.advance(until: { await forms() == 30 }), "the minute's budget is spent on chat")
+        let floodAt = site.time.nowMs()
+
+        let forBob = Self.envelope(for: bob.noiseKey.publicKey, site: site, copies: 1)
+        relay.post(try Self.drop(forBob, site: site))
+        let bytes = try forBob.encode()
+        #expect(await site.advance(until: {
+            (try? await bridge.metrics().value("bitchat_bridge_courier_airtime_waits_total", labels: [.init("cap", "downlink_budget")])) == 1
+        }, limit: 30_000), "the mail waits for a slot")
+        #expect(await !bob.gotCourierMail(bytes, from: bridgeID, within: 0.05))
+        #expect(await site.advance(until: { await bob.gotCourierMail(bytes, from: bridgeID, within: 0.05) }, limit: 60_000, step: 1_000),
+                "Bob got his mail")
+        let waited = site.time.nowMs() - floodAt
+        let chatBeforeIt = await forms()
+        #expect(waited >= 55_000, "not before the budget's minute turned: \(waited) ms")
+        // Without the floor, the 50 chat forms ready at the minute's turn would take all 30 slots (60 forms) and the mail
+        // would wait another minute.
+        #expect(waited < 70_000 && chatBeforeIt < 60, "at the budget's turn, ahead of the chat still queued: \(chatBeforeIt) forms")
+        let metrics = await bridge.runtime.metricsText()
+        #expect(metrics.contains("bitchat_bridge_courier_deliveries_total{outcome=\"delivered\"} 1"))
+        #expect(metrics.contains("bitchat_bridge_courier_airtime_waits_total{cap=\"downlink_budget\"} 1"))
+        await site.stop()
+    }
 }

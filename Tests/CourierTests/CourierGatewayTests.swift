@@ -275,10 +275,35 @@ struct CourierGatewayTests {
         }
         let sent = Self.deliveries(gateway.handle(.peerVerified(Self.phoneB, noiseKey: Self.keyB, direct: true), nowMs: Self.t0 + 1_000))
         #expect(sent.count == 6 && sent.map(\.1.count) == sent.map(\.1.count).sorted())
+        #expect(gateway.counters.airtimeWaits[.peerRate] == 1 && !gateway.waitsForSlots)
         _ = gateway.handle(.deadline, nowMs: Self.t0 + 5_000)  // the watch subscription
         #expect(gateway.nextDeadline() == Self.t0 + 61_000)
         for delivery in sent { _ = gateway.handle(.delivered(delivery.2, ok: true), nowMs: Self.t0 + 2_000) }
         #expect(Self.deliveries(gateway.handle(.deadline, nowMs: Self.t0 + 61_000)).count == 1)
+    }
+
+    @Test("the downlink schedule's slots: handovers stop at them, every phone's first mail before anyone's second; a wait is counted once per cap")
+    func slots() throws {
+        var gateway = Self.gateway()
+        let keyC = [UInt8](repeating: 0x33, count: 32)
+        let phoneC = MeshPeerID(noisePublicKey: keyC)
+        for (peer, key) in [(Self.phoneB, Self.keyB), (phoneC, keyC)] {
+            _ = gateway.handle(.peerVerified(peer, noiseKey: key, direct: false), nowMs: Self.t0)
+            for size in 1...3 {
+                _ = gateway.handle(.drop(try Self.drop(Self.envelope(for: key, ciphertext: SecureRandom.bytes(size * 100)))), nowMs: Self.t0)
+            }
+        }
+        _ = gateway.handle(.peerVerified(Self.phoneB, noiseKey: Self.keyB, direct: true), nowMs: Self.t0 + 1_000, slots: 0)
+        #expect(gateway.waitsForSlots && gateway.counters.airtimeWaits[.downlinkBudget] == 1)
+        let first = Self.deliveries(gateway.handle(.peerVerified(phoneC, noiseKey: keyC, direct: true), nowMs: Self.t0 + 2_000, slots: 3))
+        #expect(first.map(\.0) == [Self.phoneB, phoneC].sorted() + [[Self.phoneB, phoneC].min()!], "one each, then the second of one")
+        #expect(first.map(\.1.count).prefix(2).allSatisfy { $0 < first[2].1.count }, "each phone's smallest first")
+        #expect(gateway.waitsForSlots && gateway.counters.airtimeWaits[.downlinkBudget] == 1, "still the same wait")
+        let rest = Self.deliveries(gateway.handle(.deadline, nowMs: Self.t0 + 3_000, slots: 10))
+        #expect(rest.count == 3 && !gateway.waitsForSlots)
+        // Held back again later: a new wait.
+        _ = gateway.handle(.drop(try Self.drop(Self.envelope(for: Self.keyB))), nowMs: Self.t0 + 4_000, slots: 0)
+        #expect(gateway.counters.airtimeWaits[.downlinkBudget] == 2 && gateway.counters.airtimeWaits[.peerRate] == 0)
     }
 
     @Test("taken drops are remembered across a restart: the relay's re-send delivers nothing twice")

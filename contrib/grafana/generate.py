@@ -84,6 +84,8 @@ rows = [
         panel("Courier drops per minute", [target(rate("bitchat_bridge_courier_drops_total", "outcome"), "{{outcome}}")]),
         panel("Courier deliveries per minute", [target(rate("bitchat_bridge_courier_deliveries_total", "outcome"), "{{outcome}}")]),
         panel("Courier publishes per minute", [target(rate("bitchat_bridge_courier_publishes_total", "outcome"), "{{outcome}}")]),
+        panel("Courier airtime waits per minute", [target(rate("bitchat_bridge_courier_airtime_waits_total", "cap"), "{{cap}}")],
+              description="Ready handovers held back, by cap: downlink_budget means public chat had the mesh's slots."),
         panel("Courier watch", [target(f"sum(bitchat_bridge_courier_watched_peers{SEL})", "watched peers"),
                                 target(f"sum(bitchat_bridge_courier_subscriptions{SEL})", "subscriptions")]),
     ]),

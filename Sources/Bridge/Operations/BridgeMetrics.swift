@@ -88,6 +88,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case courierPublishes = "bitchat_bridge_courier_publishes_total"
     case courierDeliveries = "bitchat_bridge_courier_deliveries_total"
     case courierRemoved = "bitchat_bridge_courier_removed_total"
+    case courierAirtimeWaits = "bitchat_bridge_courier_airtime_waits_total"
     case courierMail = "bitchat_bridge_courier_mail"
     case courierWatchedPeers = "bitchat_bridge_courier_watched_peers"
     case courierSubscriptions = "bitchat_bridge_courier_subscriptions"
@@ -137,6 +138,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .health: ["component"]
         case .courierDeposits, .courierDrops, .courierPublishes, .courierDeliveries: ["outcome"]
         case .courierRemoved: ["store", "reason"]
+        case .courierAirtimeWaits: ["cap"]
         case .courierMail: ["state"]
         default: []
         }
@@ -210,6 +212,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .courierPublishes: "Drops published for held mail, by outcome: sent, confirmed (a relay's OK true within 10 s), refused, unanswered, unencodable."
         case .courierDeliveries: "Directed 0x04 handovers to mesh peers, by outcome: sent, delivered (a link took it), failed (direct on no link)."
         case .courierRemoved: "Courier mail removed before handover, by store (held, pending) and reason (evicted by a quota, expired)."
+        case .courierAirtimeWaits: "Times ready courier handovers began waiting for airtime, by the cap that held them: peer_rate (6 a minute per phone), bytes (256 KiB a minute over all links), downlink_budget (no slot in the mesh's one downlink schedule: chat first, courier's share 10 of the 30 a minute)."
         case .courierMail: "Courier mail kept now, by state: held (deposits, published as drops), pending (drops waiting for their peer)."
         case .courierWatchedPeers: "Mesh peers whose courier tags the bridge watches on the courier relays."
         case .courierSubscriptions: "Courier watch subscriptions open on each courier relay."
@@ -546,6 +549,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.addTally(.courierDeliveries, c.deliveries)
         w.addTally(.courierRemoved, c.evictions) { [$0.rawValue, "evicted"] }
         w.addTally(.courierRemoved, c.expired) { [$0.rawValue, "expired"] }
+        w.addTally(.courierAirtimeWaits, c.airtimeWaits)
         w.addEach(.courierMail, ["held": courier.held, "pending": courier.pending])
         w.add(.courierWatchedPeers, courier.watchedPeers)
         w.add(.courierSubscriptions, courier.subscriptions)

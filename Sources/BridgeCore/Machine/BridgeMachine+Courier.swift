@@ -17,17 +17,24 @@ public enum CourierRelayInput: Sendable {
 /// The machine's courier side (issue 24): the ``CourierGateway`` fed from the mesh (verified and lost peers, deposits,
 /// the engine's answers to deliveries) and from the courier relays; its deliveries become directed 0x04 sends of the
 /// engine, everything else leaves as ``Action/courier(_:)`` for the executor. Nothing here reads or logs the mail.
+///
+/// Handovers take their slots from the router's one downlink schedule (``BridgeRouter/courierSlots(now:)``): after the
+/// chat downlinks ready to go, within courier's share of the mesh budget (``AirtimeSettings/courierPerMinute``).
 extension BridgeMachine {
     mutating func courier(_ input: CourierGateway.Input, now: Double) -> [Action] {
         guard var gateway = courierGateway else { return [] }
-        let actions = gateway.handle(input, nowMs: Self.ms(now))
+        let actions = gateway.handle(input, nowMs: Self.ms(now), slots: router.courierSlots(now: now))
         courierGateway = gateway
-        return actions.map { action in
+        var handovers = 0
+        let mapped = actions.map { action -> Action in
             if case .deliver(let peer, let envelope, let ref) = action {
+                handovers += 1
                 return .mesh(.sendCourier(to: peer, envelope: envelope, ref: ref.token))
             }
             return .courier(action)
         }
+        router.chargeCourier(handovers, now: now, waiting: gateway.waitsForSlots)
+        return mapped
     }
 
     mutating func courierRelay(_ input: CourierRelayInput, now: Double) -> [Action] {
@@ -50,6 +57,12 @@ extension BridgeMachine {
         }
     }
 
-    /// The gateway's deadline in the machine's seconds, or nil (off, or nothing due).
-    var courierDeadline: Double? { courierGateway?.nextDeadline().map { Double($0) / 1000 } }
+    /// The gateway's deadline in the machine's seconds, or nil (off, or nothing due); while ready mail waits for the
+    /// downlink schedule, also when a slot frees up.
+    func courierDeadline(now: Double) -> Double? {
+        guard let gateway = courierGateway else { return nil }
+        let own = gateway.nextDeadline().map { Double($0) / 1000 }
+        guard gateway.waitsForSlots else { return own }
+        return min(own ?? .infinity, router.nextCourierSlot(now: now))
+    }
 }

@@ -277,7 +277,7 @@ public struct BridgeMachine {
         case .deadline:
             let actions = perform(router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
-            let courierActions = (courierDeadline.map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
+            let courierActions = (courierDeadline(now: now).map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
             return actions + refreshPriorityAuthors(now: now) + courierActions
         }
     }
@@ -289,7 +289,7 @@ public struct BridgeMachine {
         let refresh = max(now, priorityComputedAt + Limits.priorityAuthorsRefresh)
         if priorityDirty { next = min(next, refresh) }
         if let established = router.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
-        if let courier = courierDeadline { next = min(next, courier) }
+        if let courier = courierDeadline(now: now) { next = min(next, courier) }
         return next
     }
 

@@ -29,7 +29,14 @@ public import BotSupport
 /// first-contact sender before an established one, then the sender with most items waiting in that lane, then the most
 /// airtime, then the newest item — and may be the newcomer itself. The `fifo` discipline (oldest ready item
 /// first, oldest dropped when full, no per-sender bound or pacing) is kept for comparison
-/// (`bench reach`). The scheduler is pure: every call carries the time.
+/// (`bench reach`).
+///
+/// **Courier handovers** (directed 0x04 to a phone on a link, issue 24, COURIER.md §4.4) are not queued here — the
+/// courier gateway keeps its mail — but draw their slots from the same budget: ``courierSlots(now:)`` says how many may
+/// go now and ``chargeCourier(_:now:)`` counts them. They go after the downlinks ready to go (chat first), except for
+/// ``Settings/courierFloor`` a minute that go ahead of them (while the caller says mail waits, ``setCourierWaiting(_:)``,
+/// ``due(now:recheck:)`` leaves those slots free), and never more than ``Settings/courierPerMinute`` a minute.
+/// The scheduler is pure: every call carries the time.
 public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendable, Sender: Hashable & Sendable, Item: Sendable>: Sendable {
     public typealias Discipline = AirtimeDiscipline
     public typealias Settings = AirtimeSettings
@@ -90,6 +97,8 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
 
     public let settings: Settings
     private var budget: SlidingWindowLimiter
+    /// Courier handovers inside the last minute (their share of ``budget``).
+    private var courier: SlidingWindowLimiter
     private var laneLimits: [Lane: SlidingWindowLimiter] = [:]
     /// Lanes paced otherwise than ``Settings/senderBurst`` / ``Settings/senderPerSecond`` (``setPacing(_:lane:)``).
     private var lanePacing: [Lane: AirtimePacing] = [:]
@@ -113,11 +122,16 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     public private(set) var drops = Tally<Drop>()
     /// Items sent.
     public private(set) var sentCount = 0
+    /// Courier handovers charged to the budget.
+    public private(set) var courierCount = 0
+    /// Courier mail waits for a slot (``setCourierWaiting(_:)``).
+    private var courierWaiting = false
 
     public init(settings: Settings = Settings()) {
         precondition(settings.perMinute > 0 && settings.maxPending > 0 && settings.maxPendingPerSender > 0)
         self.settings = settings
         budget = SlidingWindowLimiter(limit: settings.perMinute, window: 60)
+        courier = SlidingWindowLimiter(limit: max(1, min(settings.courierPerMinute, settings.perMinute)), window: 60)
     }
 
     public var pendingCount: Int { pending.count }
@@ -213,7 +227,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
             }
         }
         var sent: [Sent] = []
-        while budget.wouldAdmit(now: now), let next = nextIndex(now: now) {
+        while chatSlots(now: now) > 0, let next = nextIndex(now: now) {
             // Established first also when an established item waits only for its sender's pacing token
             // (≤ 1 s; ≤ 10 s on a lane paced like the mirror's): first-contact items leave it a budget slot.
             if leavesSlotToPacedPriority(pending[next], now: now) { break }
@@ -234,8 +248,58 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     public func nextWake(now: Double) -> Double? {
         guard let earliest = pending.map(\.readyAt).min() else { return nil }
         guard earliest <= now else { return earliest }
-        guard budget.wouldAdmit(now: now), let next = nextIndex(now: now), !leavesSlotToPacedPriority(pending[next], now: now) else { return now + 1 }
+        guard chatSlots(now: now) > 0, let next = nextIndex(now: now), !leavesSlotToPacedPriority(pending[next], now: now) else { return now + 1 }
         return now
+    }
+
+    // MARK: Courier handovers
+
+    /// Courier handovers that may go at `now`: what the budget has free, less a slot for each downlink ready to go (chat
+    /// first, COURIER.md §4.4) — except that up to ``Settings/courierFloor`` handovers a minute go ahead of them —, and
+    /// never beyond ``Settings/courierPerMinute`` a minute. Asked after ``due(now:recheck:)``, so the downlinks still
+    /// ready are those the budget or their pacing holds.
+    public func courierSlots(now: Double) -> Int {
+        let free = budget.available(now: now)
+        let ahead = min(free, courierAhead(now: now))
+        let ready = pending.reduce(0) { $0 + (claimsSlot($1, now: now) ? 1 : 0) }
+        return min(courier.available(now: now), ahead + max(0, free - ahead - ready))
+    }
+
+    /// Whether courier mail waits for a slot (the caller's gateway, after each of its passes): while it does, downlinks
+    /// leave it what is left of its floor.
+    public mutating func setCourierWaiting(_ waiting: Bool) { courierWaiting = waiting }
+
+    /// What is left of ``Settings/courierFloor`` in the last minute.
+    private func courierAhead(now: Double) -> Int {
+        max(0, min(settings.courierFloor, courier.limit) - (courier.limit - courier.available(now: now)))
+    }
+
+    /// Budget slots downlinks may take now: the free ones, less those kept for waiting courier mail within its floor.
+    private func chatSlots(now: Double) -> Int {
+        budget.available(now: now) - (courierWaiting ? courierAhead(now: now) : 0)
+    }
+
+    /// Counts `count` handovers sent at `now` against the budget and the courier share.
+    public mutating func chargeCourier(_ count: Int, now: Double) {
+        for _ in 0..<max(0, count) {
+            _ = budget.admit(now: now)
+            _ = courier.admit(now: now)
+        }
+        courierCount += max(0, count)
+    }
+
+    /// When ``courierSlots(now:)`` is next above zero: now, or the courier share or the budget freeing a slot, or — the
+    /// free slots claimed by ready downlinks — a second on, as ``nextWake(now:)``.
+    public func nextCourierSlot(now: Double) -> Double {
+        guard courierSlots(now: now) == 0 else { return now }
+        let reopens = max(courier.nextAdmission(now: now), budget.nextAdmission(now: now))
+        return reopens > now ? reopens : now + 1
+    }
+
+    /// A downlink that will take the next free budget slot: held long enough and admitted by its lane (its sender's
+    /// pacing frees it within a second or ten).
+    private func claimsSlot(_ entry: Pending, now: Double) -> Bool {
+        entry.readyAt <= now && (laneLimits[entry.lane]?.wouldAdmit(now: now) ?? true)
     }
 
     // MARK: Choice
@@ -251,7 +315,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     /// Whether `entry` (a first-contact item) must leave the budget's free slots to priority items that wait
     /// only for their pacing token.
     private func leavesSlotToPacedPriority(_ entry: Pending, now: Double) -> Bool {
-        priorityClass(entry, now: now) > 0 && budget.available(now: now) <= pacedPriorityItems(now: now)
+        priorityClass(entry, now: now) > 0 && chatSlots(now: now) <= pacedPriorityItems(now: now)
     }
 
     /// Items served ahead of first-contact keys that have served their hold and wait only for their
@@ -472,6 +536,16 @@ public struct AirtimeSettings: Sendable, Equatable {
     /// iPhone on the island, so it waits for its token here instead of spending airtime.
     public var senderBurst: Double = 5
     public var senderPerSecond: Double = 1
+    /// Courier handovers (directed 0x04 to a phone on a link, COURIER.md §4.4) per sliding minute at most, out of
+    /// ``perMinute``: a third (10 of 30), so public chat keeps at least 20 slots a minute however much mail waits, and a
+    /// phone that walks by with a backlog (≤ 20 drops) has it in about two minutes when chat is quiet. A handover counts
+    /// as one slot like a broadcast: it holds one link 1–4 s for a large envelope (the gateway's 256 KiB a minute bounds
+    /// the bytes), where a broadcast is short but relayed by every phone.
+    public var courierPerMinute = 10
+    /// Handovers per sliding minute that go ahead of downlinks ready to go: 3, so a chat flood that keeps the budget full
+    /// still lets private mail through (one handover per 20 s) and costs chat one slot in ten; beyond it, mail takes only
+    /// slots no ready downlink wants ("after public-chat downlinks").
+    public var courierFloor = 3
 
     public init(discipline: AirtimeDiscipline = .fair, perMinute: Int = 30, maxPending: Int = 60) {
         self.discipline = discipline
