@@ -28,6 +28,16 @@ struct CourierWorldTests {
         ).signed(with: key)
     }
 
+    /// `phone`'s recipient tag for today, in hex.
+    static func tag(of phone: TestPhone, site: Site) -> String {
+        Hex.encode(CourierTag.tag(noiseKey: phone.noiseKey.publicKey, day: CourierTag.day(unixSeconds: Int64(site.time.nowMs() / 1000))))
+    }
+
+    /// Whether the bridge's subscriptions on `relay` come to ask for `tag` (after the watch's debounce).
+    static func watches(_ tag: String, relay: LoopbackRelay, site: Site) async -> Bool {
+        await site.advance(until: { await relay.subscription(within: 0.05) { $0.filters.contains { $0.tags["x"]?.contains(tag) == true } } != nil })
+    }
+
     @Test("a deposit becomes a drop; a drop for a verified phone is handed over once, byte-equal, and not again after a restart; held mail kept across it goes to its recipient when she arrives; /metrics counts it")
     func roundTrip() async throws {
         let site = Site(name: "courier")
@@ -51,10 +61,8 @@ struct CourierWorldTests {
         #expect(published.pubkey != (try bridge.channelKey()).publicKey && published.pubkey.bytes != keys.noiseKey.publicKey)
 
         // Bob's tags are watched (after the subscription's debounce); a drop for him is handed over once, byte-equal.
-        let bobsTag = Hex.encode(CourierTag.tag(noiseKey: bob.noiseKey.publicKey, day: CourierTag.day(unixSeconds: Int64(site.time.nowMs() / 1000))))
-        #expect(await site.advance(until: {
-            await relay.subscription(within: 0.05) { $0.filters.contains { $0.tags["x"]?.contains(bobsTag) == true } } != nil
-        }), "the bridge watches Bob's tag")
+        let bobsTag = Self.tag(of: bob, site: site)
+        #expect(await Self.watches(bobsTag, relay: relay, site: site), "the bridge watches Bob's tag")
         let forBob = Self.envelope(for: bob.noiseKey.publicKey, site: site, copies: 1)
         let dropForBob = try Self.drop(forBob, site: site)
         relay.post(dropForBob)
@@ -112,10 +120,7 @@ struct CourierWorldTests {
         let bob = await site.phone("bob", on: [air])
         #expect(await bob.meets(bridge))
         let bridgeID = await bridge.peerID
-        let bobsTag = Hex.encode(CourierTag.tag(noiseKey: bob.noiseKey.publicKey, day: CourierTag.day(unixSeconds: Int64(site.time.nowMs() / 1000))))
-        #expect(await site.advance(until: {
-            await relay.subscription(within: 0.05) { $0.filters.contains { $0.tags["x"]?.contains(bobsTag) == true } } != nil
-        }), "the bridge watches Bob's tag")
+        #expect(await Self.watches(Self.tag(of: bob, site: site), relay: relay, site: site), "the bridge watches Bob's tag")
         // Bob is a direct peer by his next announce (iOS: 15 s ± 4); then the chat: 40 lines, 80 forms with the mirror,
         // against 30 broadcasts a minute (lines under 16 characters: the spam filter's copy rule leaves them alone).
         await site.advance(by: 20_000)
