@@ -338,6 +338,7 @@ public actor BridgeCoordinator {
                 figures.pending = gateway.pendingCount
                 figures.watchedPeers = gateway.watchedCount
                 figures.subscriptions = gateway.subscriptionCount
+                figures.tagsPerFilter = gateway.tagsPerFilter
                 return figures
             })
     }

@@ -111,7 +111,14 @@ struct CourierPoolClient: CourierRelayClient {
     let pool: RelayPool
 
     func publish(_ event: NostrEvent) { pool.publish(event) }
-    func subscribe(id: String, filter: NostrFilter) { _ = pool.subscribe(id: id, filters: [filter], lookback: nil) }
+    /// The gateway changes a subscription only when it must (a debounced watch change, a backfill round, smaller
+    /// chunks), so a change the pool's duplicate window would swallow (the phones' 1 s rule against refresh bursts; a
+    /// relay answers a backfill round faster) goes as `CLOSE` and a fresh `REQ` instead of being lost.
+    func subscribe(id: String, filter: NostrFilter) {
+        guard pool.subscribe(id: id, filters: [filter], lookback: nil) == .ignoredDuplicate else { return }
+        pool.unsubscribe(id: id)
+        _ = pool.subscribe(id: id, filters: [filter], lookback: nil)
+    }
     func unsubscribe(id: String) { pool.unsubscribe(id: id) }
 }
 
@@ -153,7 +160,8 @@ extension PoolInputs where Element == BridgeRelayInput {
 }
 
 extension PoolInputs where Element == CourierRelayInput {
-    /// The courier pool: drops, the connected count, every `OK` (a publish counts only after `OK true`).
+    /// The courier pool: drops, the connected count, every `OK` (a publish counts only after `OK true`), `CLOSED` and
+    /// `NOTICE` (a refused filter makes the chunks smaller).
     static func courier(_ pool: RelayPool) -> PoolInputs {
         PoolInputs(pool: pool) { report, pool in
             switch report {
@@ -161,6 +169,8 @@ extension PoolInputs where Element == CourierRelayInput {
             case .endOfStoredEvents(let subscription, _): .endOfStored(subscription: subscription)
             case .connected, .disconnected: .connectedRelays(pool.connectedCount)
             case .ok(_, let id, let accepted, _): (try? EventID(hex: id)).map { .answered($0, accepted: accepted) }
+            case .closed(let relay, let subscription, let message): .refused(relay: relay, subscription: subscription, message: message)
+            case .notice(let relay, let message): .refused(relay: relay, subscription: nil, message: message)
             default: nil
             }
         }

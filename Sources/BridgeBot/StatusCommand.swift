@@ -1,5 +1,6 @@
 import BridgeApp
 import BotSupport
+import Courier
 
 #if canImport(Glibc)
 import Glibc
@@ -140,6 +141,13 @@ extension StatusCommand {
             + "\(value("bitchat_bridge_courier_mail", "state", "held")) held, \(value("bitchat_bridge_courier_mail", "state", "pending")) pending, "
             + "\(value("bitchat_bridge_courier_deliveries_total", "outcome", "delivered")) handed over, "
             + "\(value("bitchat_bridge_courier_publishes_total", "outcome", "confirmed")) drops published"
+            + filters(metrics.value("bitchat_bridge_courier_filter_tags"))
+    }
+
+    /// The watch's filters, when a relay made them smaller than they start.
+    private static func filters(_ tags: Double?) -> String {
+        guard let tags, Int(tags) < CourierGateway.Configuration.defaultTagsPerFilter else { return "" }
+        return ", filters cut to \(Int(tags)) tags by a relay"
     }
 }
 

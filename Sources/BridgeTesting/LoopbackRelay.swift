@@ -13,8 +13,9 @@ import Glibc
 /// It does what a relay does for the bridge and no more: `EVENT` is verified (id and Schnorr signature), stored
 /// (every kind, ephemeral ones too, as the test relays the suite grew up with do) and answered `OK`; `REQ` sends the
 /// stored matches (newest first, up to the filter's `limit`), `EOSE`, then live matches; `CLOSE` ends a subscription.
-/// Tests watch what was published (``waitForEvent(within:_:)``), post as a client would (``post(_:)``), and take the
-/// relay away and back (``goDown()``, ``comeBack()``).
+/// Tests watch what was published (``waitForEvent(within:_:)``), post as a client would (``post(_:)``), take the
+/// relay away and back (``goDown()``, ``comeBack()``), and make it refuse large filters as strict relays do
+/// (``setMaxFilterValues(_:)``).
 ///
 /// Threading: one owner thread polls the listener, the clients and a wake pipe; it owns every socket and buffer. The
 /// stored events and the waiters are behind a lock, for the tests' threads.
@@ -39,6 +40,7 @@ public final class LoopbackRelay: @unchecked Sendable {
         var posted: [NostrEvent] = []
         var stopping = false
         var requests = 0
+        var maxFilterValues: Int?
     }
 
     /// Every event the relay holds, in arrival order (published by a client or posted by a test).
@@ -60,6 +62,10 @@ public final class LoopbackRelay: @unchecked Sendable {
     /// Sets how far ahead (positive) or behind the relay's clock is, in seconds, as its upgrade answers' `Date`
     /// header shows it (a relay, or a bridge host, without network time).
     public func setClockOffset(_ seconds: Int64) { clockOffset.store(seconds, ordering: .relaxed) }
+
+    /// Refuses a `REQ` whose filters hold more tag values than `limit` together (nostream's `maxFilterValues`, COURIER.md
+    /// §4.3) with `CLOSED`, as such relays do; nil accepts any.
+    public func setMaxFilterValues(_ limit: Int?) { shared.withLock { $0.maxFilterValues = limit } }
 
     /// The relay's clock (Unix seconds) for its `Date` headers: the wall clock, or a test world's clock.
     private let unixNow: @Sendable () -> Int64
@@ -304,6 +310,12 @@ public final class LoopbackRelay: @unchecked Sendable {
         case "REQ" where items.count >= 3:
             guard let id = items[1].stringValue else { return }
             let filters = items.dropFirst(2).compactMap(Self.filter)
+            let values = filters.reduce(0) { $0 + $1.tags.values.reduce(0) { $0 + $1.count } }
+            if let limit = shared.withLock({ $0.maxFilterValues }), values > limit {
+                client.subscriptions[id] = nil
+                send(.array([.string("CLOSED"), .string(id), .string("error: too many filter values (\(values) > \(limit))")]), to: client)
+                return
+            }
             client.subscriptions[id] = filters
             let serial = shared.withLock { shared in
                 shared.requests += 1

@@ -30,8 +30,13 @@ public struct CourierGateway {
         public var depositsPerMinute = 10
         /// How long a peer's tags stay watched after it left the mesh table (phones sleep).
         public var watchTTLMs: UInt64 = 15 * 60_000
-        /// Tags per subscription filter (3 per peer; COURIER.md §4.3's conservative chunk).
-        public var tagsPerFilter = 300
+        /// Tags per subscription filter (3 per peer; COURIER.md §4.3's conservative chunk), halved for the rest of the
+        /// run each time a relay refuses a filter (``Input/refused(subscription:message:)``), down to ``minTagsPerFilter``.
+        public var tagsPerFilter = Self.defaultTagsPerFilter
+        public static let defaultTagsPerFilter = 300
+        /// The smallest chunk: iOS's own filter (16 peers × 3 tags), which every relay the apps use accepts; a relay that
+        /// closes even that closes for another reason.
+        public var minTagsPerFilter = 48
         /// Subscriptions per relay (`courier-0` … `courier-7`): about 800 peers.
         public var maxSubscriptions = 8
         /// `limit` of each filter.
@@ -146,6 +151,9 @@ public struct CourierGateway {
         /// A verified announce (the engine reports a peer when it is new or changed, `direct` included).
         case peerVerified(MeshPeerID, noiseKey: [UInt8], direct: Bool)
         case peerLost(MeshPeerID)
+        /// The engine's whole peer table, after it dropped peer reports (``peerVerified(_:noiseKey:direct:)``,
+        /// ``peerLost(_:)``) while the caller fell behind.
+        case peersResync([PeerReport])
         /// A verified event from the courier subscriptions (`subscription`: which one brought it, when known).
         case drop(NostrEvent, subscription: String? = nil)
         /// The relays sent everything stored for `subscription` (or 10 s passed).
@@ -156,7 +164,22 @@ public struct CourierGateway {
         case delivered(DeliveryRef, ok: Bool)
         /// How many courier relays are connected (publishing waits for one).
         case relaysConnected(Int)
+        /// A relay's `CLOSED` for `subscription`, or its `NOTICE` (nil): it may have refused a filter as too large.
+        case refused(subscription: String?, message: String)
         case deadline
+    }
+
+    /// A verified peer of the engine's table.
+    public struct PeerReport: Sendable {
+        public let id: MeshPeerID
+        public let noiseKey: [UInt8]
+        public let direct: Bool
+
+        public init(id: MeshPeerID, noiseKey: [UInt8], direct: Bool) {
+            self.id = id
+            self.noiseKey = noiseKey
+            self.direct = direct
+        }
     }
 
     public enum Action: Sendable, Equatable {
@@ -210,6 +233,8 @@ public struct CourierGateway {
     /// Watched peers the engine reported as direct peers of a link (deliveries go to them).
     private var direct: Set<MeshPeerID> = []
     private var subscribeDue: UInt64?
+    /// The watch was split into smaller chunks that have not been sent yet.
+    private var smallerChunksDue = false
     // Delivery.
     /// Deliveries handed to the engine and not answered yet, with their peer.
     private var delivering: [DeliveryRef: MeshPeerID] = [:]
@@ -250,6 +275,8 @@ public struct CourierGateway {
     public var pendingCount: Int { pendingTotalCount }
     public var watchedCount: Int { watch.entries.count }
     public var subscriptionCount: Int { watch.sent.count }
+    /// Tags per subscription filter now (``Configuration/tagsPerFilter``, halved after refusals).
+    public var tagsPerFilter: Int { watch.perSubscription * 3 }
 
     // MARK: Inputs
 
@@ -261,13 +288,14 @@ public struct CourierGateway {
         case .deposit(let depositor, let bytes):
             deposit(bytes, from: depositor, nowMs: nowMs, into: &actions)
         case .peerVerified(let peer, let noiseKey, let isDirect):
-            _ = watch.roll(nowMs: nowMs)
-            if watch.verified(peer, noiseKey: noiseKey, direct: isDirect, nowMs: nowMs) { watchChanged(nowMs: nowMs) }
-            if isDirect, watch.entries[peer] != nil { direct.insert(peer) } else { direct.remove(peer) }
+            verified(peer, noiseKey: noiseKey, direct: isDirect, nowMs: nowMs)
         case .peerLost(let peer):
-            direct.remove(peer)
-            watch.lost(peer, nowMs: nowMs)
-            expiryCheckAt = min(expiryCheckAt, nowMs + configuration.watchTTLMs)
+            lost(peer, nowMs: nowMs)
+        case .peersResync(let table):
+            // Peer reports were dropped while the executor fell behind (a flood): the engine's table is the truth.
+            let present = Set(table.map(\.id))
+            for peer in table { verified(peer.id, noiseKey: peer.noiseKey, direct: peer.direct, nowMs: nowMs) }
+            for (peer, entry) in watch.entries where entry.lostAtMs == nil && !present.contains(peer) { lost(peer, nowMs: nowMs) }
         case .drop(let event, let subscription):
             if let subscription, var load = loads[subscription] {
                 load.count += 1
@@ -317,6 +345,14 @@ public struct CourierGateway {
         case .relaysConnected(let count):
             if relaysUp == 0, count > 0 { publishCheckAt = 0 }
             relaysUp = count
+        case .refused(let subscription, let message):
+            // One halving per refusal: more CLOSEDs of the same REQs (every relay answers it) wait for the smaller ones.
+            guard !smallerChunksDue, Self.refusesFilter(subscription: subscription, message: message),
+                  watch.halve(minimum: max(1, configuration.minTagsPerFilter / 3))
+            else { break }
+            tallies.filterHalvings += 1
+            smallerChunksDue = true
+            watchChanged(nowMs: nowMs)
         case .deadline:
             break
         }
@@ -485,6 +521,18 @@ public struct CourierGateway {
 
     // MARK: Watching
 
+    private mutating func verified(_ peer: MeshPeerID, noiseKey: [UInt8], direct isDirect: Bool, nowMs: UInt64) {
+        _ = watch.roll(nowMs: nowMs)
+        if watch.verified(peer, noiseKey: noiseKey, direct: isDirect, nowMs: nowMs) { watchChanged(nowMs: nowMs) }
+        if isDirect, watch.entries[peer] != nil { direct.insert(peer) } else { direct.remove(peer) }
+    }
+
+    private mutating func lost(_ peer: MeshPeerID, nowMs: UInt64) {
+        direct.remove(peer)
+        watch.lost(peer, nowMs: nowMs)
+        expiryCheckAt = min(expiryCheckAt, nowMs + configuration.watchTTLMs)
+    }
+
     private mutating func watchChanged(nowMs: UInt64) {
         if subscribeDue == nil { subscribeDue = nowMs + configuration.subscribeDebounceMs }
     }
@@ -494,10 +542,20 @@ public struct CourierGateway {
         let dayChanged = watch.roll(nowMs: nowMs)
         guard dayChanged || (subscribeDue.map { $0 <= nowMs } ?? false) else { return }
         subscribeDue = nil
+        smallerChunksDue = false
         for action in watch.resubscribe(nowMs: nowMs, filterLimit: configuration.filterLimit) {
             if case .subscribe(let id, _) = action { loads[id] = (0, .max, 0) }
             actions.append(action)
         }
+    }
+
+    /// Whether a relay's `CLOSED` (of `subscription`) or `NOTICE` (nil) may be a filter refused as too large: relays
+    /// word it differently (COURIER.md §4.3), so any `CLOSED` of a courier subscription counts but for the transient
+    /// `auth-required:` and `rate-limited:`, and a `NOTICE` when it names a filter. A wrong guess costs one halving, and
+    /// halvings stop at ``Configuration/minTagsPerFilter``.
+    static func refusesFilter(subscription: String?, message: String) -> Bool {
+        guard let subscription else { return message.lowercased().contains("filter") }
+        return subscription.hasPrefix("courier-") && !message.hasPrefix("auth-required:") && !message.hasPrefix("rate-limited:")
     }
 
     /// A chunk's stored drops reached the filter's limit: the relays may hold older ones within the day it asked for,
@@ -642,6 +700,8 @@ public struct CourierCounters: Sendable, Equatable {
     public var airtimeWaits = Tally<AirtimeCap>()
     /// Subscriptions asked again for older drops because a chunk's backlog reached the filter's limit.
     public var backfills = 0
+    /// Times the chunk was halved because a relay refused a filter.
+    public var filterHalvings = 0
 
     public init() {}
 }

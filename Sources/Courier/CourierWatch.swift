@@ -5,7 +5,8 @@ import Nostr
 /// The courier gateway's watch list (COURIER.md §4.2 "Ours"): the verified peers whose drops it fetches, each with its
 /// three tags for the current UTC day and a subscription slot it keeps while watched.
 ///
-/// Bounded by the subscriptions: ``capacity`` = subscriptions × peers per subscription (8 × 100). When full, a newly
+/// Bounded by the subscriptions: ``capacity`` = subscriptions × peers per subscription (8 × 100; fewer per subscription
+/// after a relay refused a filter, ``halve(minimum:)``). When full, a newly
 /// verified peer takes the place of the one lost longest ago, else of the longest-watched peer that is not a direct
 /// peer; else it is not watched (counted). So a flood of verified strangers costs bounded memory and work, and cannot
 /// push out the phones next to the bridge. Every change is incremental (three HMACs for a new peer); only the UTC day
@@ -18,11 +19,11 @@ struct CourierWatch {
         var direct: Bool
         /// Its tags for ``CourierWatch/day`` (day − 1, day, day + 1), lowercase hex.
         var tags: [String]
-        let slot: Int
+        var slot: Int
     }
 
     let subscriptions: Int
-    let perSubscription: Int
+    private(set) var perSubscription: Int
     let ttlMs: UInt64
     private(set) var entries: [MeshPeerID: Entry] = [:]
     private var owner: [String: MeshPeerID] = [:]
@@ -30,6 +31,8 @@ struct CourierWatch {
     private(set) var day: UInt32 = 0
     /// Slots whose tags changed since their subscription was last sent.
     private(set) var dirty: Set<Int> = []
+    /// Slots sent again even when their tags did not change (a relay closed them).
+    private var resend: Set<Int> = []
     /// What each slot's subscription holds now (sorted tags).
     private(set) var sent: [Int: [String]] = [:]
     /// Peers that found no place (the watch list was full of direct peers).
@@ -103,12 +106,40 @@ struct CourierWatch {
         return true
     }
 
+    /// Fewer peers per subscription, for a relay that refused a filter (COURIER.md §4.3): half as many, not below
+    /// `minimum`. Every entry is placed again — direct peers first, then those present, then the most recently
+    /// verified — and those beyond the smaller capacity are no longer watched (counted as overflow). Every subscription
+    /// is due again, also one whose tags stay the same (the relay that closed it gets it again). False at the minimum.
+    mutating func halve(minimum: Int) -> Bool {
+        let smaller = max(1, minimum, perSubscription / 2)
+        guard smaller < perSubscription else { return false }
+        perSubscription = smaller
+        let ranked = entries.sorted {
+            ($0.value.direct ? 0 : 1, $0.value.lostAtMs == nil ? 0 : 1, UInt64.max - $0.value.verifiedAtMs, $0.key)
+                < ($1.value.direct ? 0 : 1, $1.value.lostAtMs == nil ? 0 : 1, UInt64.max - $1.value.verifiedAtMs, $1.key)
+        }
+        members = Array(repeating: [], count: subscriptions)
+        for (index, peer) in ranked.map(\.key).enumerated() {
+            guard index < capacity else {
+                remove(peer)
+                overflow += 1
+                continue
+            }
+            entries[peer]?.slot = index / perSubscription
+            members[index / perSubscription].insert(peer)
+        }
+        dirty = Set(0..<subscriptions)
+        resend = Set(sent.keys)
+        return true
+    }
+
     /// The subscriptions to send for the slots that changed (`courier-N`; an emptied one is closed).
     mutating func resubscribe(nowMs: UInt64, filterLimit: Int) -> [CourierGateway.Action] {
         var actions: [CourierGateway.Action] = []
+        defer { resend = [] }
         for slot in dirty.sorted() {
             let tags = members[slot].compactMap { entries[$0]?.tags }.flatMap { $0 }.sorted()
-            guard tags != (sent[slot] ?? []) else { continue }
+            guard tags != (sent[slot] ?? []) || (resend.contains(slot) && !tags.isEmpty) else { continue }
             let id = "courier-\(slot)"
             if tags.isEmpty {
                 sent[slot] = nil

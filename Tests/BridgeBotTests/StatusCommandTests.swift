@@ -22,6 +22,7 @@ struct StatusCommandTests {
         var metrics = BridgeMetrics()
         metrics.relays["ws://127.0.0.1:7777"] = { var r = BridgeMetrics.RelayFigures(); r.state = "open"; r.answering = true; return r }()
         metrics.forwarded["downlink"] = 12
+        metrics.courier = { var c = BridgeMetrics.CourierFigures(); c.watchedPeers = 3; c.held = 1; c.tagsPerFilter = 48; return c }()
         board.publish(
             health: health.evaluate(.init(answeringRelays: 1, configuredRelays: 1, meshUp: true, meshDetail: "tcp://127.0.0.1:9"), now: start),
             metrics: metrics.snapshot())
@@ -32,6 +33,7 @@ struct StatusCommandTests {
         #expect(ok.stdout.contains("[ok] relays: 1 of 1 answering"))
         #expect(ok.stdout.contains("bitchat_bridge_forwarded_total{direction=downlink}"))
         #expect(ok.stdout.contains("not shown"))
+        #expect(ok.stdout.contains("Courier gateway: on — 3 watched peers, 1 held, 0 pending, 0 handed over, 0 drops published, filters cut to 48 tags by a relay"))
 
         let json = try await runBridge(["status", "--json"], environment: ["BRIDGE_HTTP_LISTEN": address])
         #expect(json.status == 0)

@@ -152,4 +152,37 @@ struct CourierWorldTests {
         #expect(metrics.contains("bitchat_bridge_courier_airtime_waits_total{cap=\"downlink_budget\"} 1"))
         await site.stop()
     }
+
+    @Test("a relay that refuses large filters (CLOSED past 50 tag values): the bridge halves its chunks down to iOS's 48 tags, logs it, and every phone is watched and gets its mail; /metrics shows the chunk")
+    func refusedFiltersGetSmaller() async throws {
+        let site = Site(name: "courier-filters")
+        let relay = try site.relay()
+        relay.setMaxFilterValues(50)
+        let air = site.segment()
+        let bridge = try await site.bridge("bridge", relays: [relay], segments: [air])
+        var phones: [TestPhone] = []
+        for index in 0..<17 { phones.append(await site.phone("phone \(index)", on: [air])) }
+        let tags = phones.map { Self.tag(of: $0, site: site) }
+        // 17 phones are 51 tags: one chunk of 300, 150 or 75 is refused; at 48 they are 16 phones and 1.
+        #expect(await site.advance(until: {
+            (try? await bridge.metrics().value("bitchat_bridge_courier_filter_tags")) == 48
+        }, limit: 90_000, step: 500), "the chunks came down to 48 tags")
+        #expect(await site.advance(until: {
+            var latest: [String: [String]] = [:]
+            for request in relay.subscriptions.all where request.id.hasPrefix("courier-") {
+                latest[request.id] = request.filters.flatMap { $0.tags["x"] ?? [] }
+            }
+            return Set(tags).isSubset(of: Set(latest.values.flatMap { $0 })) && latest.values.allSatisfy { $0.count <= 48 }
+        }, limit: 30_000, step: 500), "every phone's tags in subscriptions the relay took")
+        let smaller = bridge.log.lines.all.filter { $0.jsonLine.contains("courier filters made smaller") }
+        #expect((1...3).contains(smaller.count), "one warning per halving: \(smaller.count)")
+        #expect(try await bridge.metrics().value("bitchat_bridge_courier_watched_peers") == 17)
+
+        let last = try #require(phones.last)
+        let mail = Self.envelope(for: last.noiseKey.publicKey, site: site, copies: 1)
+        relay.post(try Self.drop(mail, site: site))
+        #expect(await site.advance(until: { await last.gotCourierMail(try! mail.encode(), from: await bridge.peerID, within: 0.05) }, limit: 30_000, step: 1_000),
+                "the mail of a phone in the second chunk")
+        await site.stop()
+    }
 }

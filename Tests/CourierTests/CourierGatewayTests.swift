@@ -144,6 +144,68 @@ struct CourierGatewayTests {
         #expect(rolled.count == 1 && rolled.contains { if case .subscribe("courier-0", _) = $0 { true } else { false } }, "\(rolled)")
     }
 
+    /// The tag count of each subscription in `actions`, by id.
+    static func subscribed(_ actions: [CourierGateway.Action]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: actions.compactMap { if case .subscribe(let id, let filter) = $0 { (id, filter.tags["x"]?.count ?? 0) } else { nil } })
+    }
+
+    @Test("a relay refusing a filter halves the chunks (300 → 150 → 75 → 48 tags), once per refusal, and every subscription goes again; not for auth-required, rate-limited or an unrelated NOTICE; never below iOS's 48")
+    func refusedFilterHalves() throws {
+        var gateway = Self.gateway()
+        let keys = (0..<20).map { [UInt8](repeating: UInt8(0x60 + $0), count: 32) }
+        for key in keys { _ = gateway.handle(.peerVerified(MeshPeerID(noisePublicKey: key), noiseKey: key, direct: false), nowMs: Self.t0) }
+        #expect(Self.subscribed(gateway.handle(.deadline, nowMs: Self.t0 + 5_000)) == ["courier-0": 60])
+        for (subscription, message) in [("courier-0", "rate-limited: slow down"), ("courier-0", "auth-required: sign in"), (nil, "welcome!"), ("other", "error: no")] {
+            _ = gateway.handle(.refused(subscription: subscription, message: message), nowMs: Self.t0 + 6_000)
+        }
+        #expect(gateway.tagsPerFilter == 300 && gateway.counters.filterHalvings == 0)
+
+        // Every relay answers the same REQ: one halving. The subscription goes again though its tags fit as they are.
+        for _ in 0..<3 { _ = gateway.handle(.refused(subscription: "courier-0", message: "error: too many tag values"), nowMs: Self.t0 + 7_000) }
+        #expect(gateway.tagsPerFilter == 150 && gateway.counters.filterHalvings == 1)
+        #expect(Self.subscribed(gateway.handle(.deadline, nowMs: Self.t0 + 12_000)) == ["courier-0": 60])
+        // A NOTICE that names a filter (strfry's bad REQ), then a CLOSED of the backfill: 75, then 48 — 16 peers and 4.
+        _ = gateway.handle(.refused(subscription: nil, message: "ERROR: bad req: filter item too large"), nowMs: Self.t0 + 13_000)
+        #expect(gateway.tagsPerFilter == 75)
+        _ = gateway.handle(.deadline, nowMs: Self.t0 + 18_000)
+        _ = gateway.handle(.refused(subscription: "courier-0-older", message: "blocked: filter too big"), nowMs: Self.t0 + 19_000)
+        #expect(Self.subscribed(gateway.handle(.deadline, nowMs: Self.t0 + 24_000)) == ["courier-0": 48, "courier-1": 12])
+        // At the floor nothing changes, and nothing is sent again.
+        _ = gateway.handle(.refused(subscription: "courier-1", message: "error: nope"), nowMs: Self.t0 + 25_000)
+        #expect(gateway.tagsPerFilter == 48 && gateway.counters.filterHalvings == 3 && gateway.watchedCount == 20)
+        #expect(gateway.handle(.deadline, nowMs: Self.t0 + 30_000).isEmpty)
+        // Every peer's drops are still found.
+        let last = MeshPeerID(noisePublicKey: keys[19])
+        _ = gateway.handle(.peerVerified(last, noiseKey: keys[19], direct: true), nowMs: Self.t0 + 31_000)
+        #expect(Self.deliveries(gateway.handle(.drop(try Self.drop(Self.envelope(for: keys[19]))), nowMs: Self.t0 + 32_000)).map(\.0) == [last])
+
+        // With room for fewer peers than are watched, direct peers keep their places; the rest are counted as overflow.
+        var small = Self.gateway { $0.maxSubscriptions = 1; $0.tagsPerFilter = 96 }  // 32 peers, then 16
+        for (index, key) in keys.enumerated() {
+            _ = small.handle(.peerVerified(MeshPeerID(noisePublicKey: key), noiseKey: key, direct: index < 2), nowMs: Self.t0 + UInt64(index))
+        }
+        _ = small.handle(.refused(subscription: "courier-0", message: "error: too big"), nowMs: Self.t0 + 1_000)
+        #expect(small.watchedCount == 16 && small.counters.watchOverflow == 4)
+        let handed = Self.deliveries(small.handle(.drop(try Self.drop(Self.envelope(for: keys[0]))), nowMs: Self.t0 + 2_000))
+        #expect(handed.count == 1, "the direct peer verified first is still watched")
+    }
+
+    @Test("the engine's whole table after dropped reports: its peers are watched (direct ones get mail), watched peers missing from it count as lost")
+    func resync() throws {
+        var gateway = Self.gateway()
+        let keyC = [UInt8](repeating: 0x33, count: 32)
+        let phoneC = MeshPeerID(noisePublicKey: keyC)
+        _ = gateway.handle(.peerVerified(Self.phoneA, noiseKey: [UInt8](repeating: 0x11, count: 32), direct: true), nowMs: Self.t0)
+        _ = gateway.handle(.peerVerified(Self.phoneB, noiseKey: Self.keyB, direct: false), nowMs: Self.t0)
+        // Reports dropped meanwhile: A left, B came direct, C arrived.
+        _ = gateway.handle(.peersResync([.init(id: Self.phoneB, noiseKey: Self.keyB, direct: true), .init(id: phoneC, noiseKey: keyC, direct: false)]),
+                           nowMs: Self.t0 + 1_000)
+        #expect(gateway.watchedCount == 3)
+        #expect(Self.deliveries(gateway.handle(.drop(try Self.drop(Self.envelope(for: Self.keyB))), nowMs: Self.t0 + 2_000)).map(\.0) == [Self.phoneB])
+        _ = gateway.handle(.deadline, nowMs: Self.t0 + 1_000 + 15 * 60_000)
+        #expect(gateway.watchedCount == 2, "A was lost at the resync: watched 15 min more")
+    }
+
     @Test("the watch list is bounded by its subscriptions: a flood of verified strangers takes the places of lost and indirect peers, never of direct ones")
     func watchBoundedUnderAFlood() throws {
         var gateway = Self.gateway { $0.maxSubscriptions = 2; $0.tagsPerFilter = 6 }  // 2 × 2 peers

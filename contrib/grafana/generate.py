@@ -87,7 +87,8 @@ rows = [
         panel("Courier airtime waits per minute", [target(rate("bitchat_bridge_courier_airtime_waits_total", "cap"), "{{cap}}")],
               description="Ready handovers held back, by cap: downlink_budget means public chat had the mesh's slots."),
         panel("Courier watch", [target(f"sum(bitchat_bridge_courier_watched_peers{SEL})", "watched peers"),
-                                target(f"sum(bitchat_bridge_courier_subscriptions{SEL})", "subscriptions")]),
+                                target(f"sum(bitchat_bridge_courier_subscriptions{SEL})", "subscriptions"),
+                                target(f"max(bitchat_bridge_courier_filter_tags{SEL})", "tags per filter")]),
     ]),
     ("Queues and storage", [
         panel("Queue depth", [target(f"sum by (queue) (bitchat_bridge_queue_depth{SEL})", "{{queue}}")]),

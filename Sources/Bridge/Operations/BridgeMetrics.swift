@@ -92,6 +92,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case courierMail = "bitchat_bridge_courier_mail"
     case courierWatchedPeers = "bitchat_bridge_courier_watched_peers"
     case courierSubscriptions = "bitchat_bridge_courier_subscriptions"
+    case courierFilterTags = "bitchat_bridge_courier_filter_tags"
     // The process, under the names every Prometheus client library uses (no application prefix, by convention).
     case processCPUSeconds = "process_cpu_seconds_total"
     case processResidentMemory = "process_resident_memory_bytes"
@@ -103,7 +104,8 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         switch self {
         case .relayUp, .relayAnswering, .relayState, .relayClockOffset, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
             .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
-            .processOpenFDs, .processMaxFDs, .courierMail, .courierWatchedPeers, .courierSubscriptions:
+            .processOpenFDs, .processMaxFDs, .courierMail, .courierWatchedPeers, .courierSubscriptions,
+            .courierFilterTags:
             .gauge
         default: .counter
         }
@@ -216,6 +218,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .courierMail: "Courier mail kept now, by state: held (deposits, published as drops), pending (drops waiting for their peer)."
         case .courierWatchedPeers: "Mesh peers whose courier tags the bridge watches on the courier relays."
         case .courierSubscriptions: "Courier watch subscriptions open on each courier relay."
+        case .courierFilterTags: "Tags per courier subscription filter now: 300 at start, halved each time a relay refuses a filter (its CLOSED or NOTICE), not below 48."
         case .processCPUSeconds: "User and system CPU time the process spent, seconds."
         case .processResidentMemory: "Resident memory of the process, bytes."
         case .processStartTime: "When the process started, seconds since the Unix epoch."
@@ -318,6 +321,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         public var pending = 0
         public var watchedPeers = 0
         public var subscriptions = 0
+        public var tagsPerFilter = 0
 
         public init() {}
     }
@@ -553,6 +557,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.addEach(.courierMail, ["held": courier.held, "pending": courier.pending])
         w.add(.courierWatchedPeers, courier.watchedPeers)
         w.add(.courierSubscriptions, courier.subscriptions)
+        w.add(.courierFilterTags, courier.tagsPerFilter)
     }
 }
 

@@ -1,3 +1,4 @@
+import BotSupport
 import Courier
 import Mesh
 public import Nostr
@@ -12,6 +13,8 @@ public enum CourierRelayInput: Sendable {
     case connectedRelays(Int)
     /// A relay's `OK` for an event published there.
     case answered(EventID, accepted: Bool)
+    /// A relay's `CLOSED` for `subscription`, or its `NOTICE` (subscription nil).
+    case refused(relay: String, subscription: String?, message: String)
 }
 
 /// The machine's courier side (issue 24): the ``CourierGateway`` fed from the mesh (verified and lost peers, deposits,
@@ -39,10 +42,18 @@ extension BridgeMachine {
 
     mutating func courierRelay(_ input: CourierRelayInput, now: Double) -> [Action] {
         switch input {
-        case .drop(let event, let subscription): courier(.drop(event, subscription: subscription), now: now)
-        case .endOfStored(let subscription): courier(.endOfStored(subscription: subscription), now: now)
-        case .connectedRelays(let count): courier(.relaysConnected(count), now: now)
-        case .answered(let id, let accepted): courier(.published(id, accepted: accepted), now: now)
+        case .drop(let event, let subscription): return courier(.drop(event, subscription: subscription), now: now)
+        case .endOfStored(let subscription): return courier(.endOfStored(subscription: subscription), now: now)
+        case .connectedRelays(let count): return courier(.relaysConnected(count), now: now)
+        case .answered(let id, let accepted): return courier(.published(id, accepted: accepted), now: now)
+        case .refused(let relay, let subscription, let message):
+            let before = courierGateway?.tagsPerFilter
+            let actions = courier(.refused(subscription: subscription, message: message), now: now)
+            guard let after = courierGateway?.tagsPerFilter, let before, after < before else { return actions }
+            // The relay's words are logged by the pool; here what the bridge did about them.
+            return [.log(LogLine(.warning, "courier filters made smaller", [
+                ("relay.url", .string(relay)), ("tags_per_filter", .integer(Int64(after))), ("was", .integer(Int64(before))),
+            ]))] + actions
         }
     }
 
@@ -51,6 +62,7 @@ extension BridgeMachine {
         switch action {
         case .peerVerified(let peer): .peerVerified(peer.id, noiseKey: peer.noisePublicKey, direct: peer.isDirect)
         case .peerLost(let id, _): .peerLost(id)
+        case .peersResync(let table): .peersResync(table.map { .init(id: $0.id, noiseKey: $0.noisePublicKey, direct: $0.isDirect) })
         case .courierDeposit(let from, let envelope): .deposit(from: from, envelope: envelope)
         case .courierSent(let token, let delivered): CourierGateway.DeliveryRef(token: token).map { .delivered($0, ok: delivered) }
         default: nil
