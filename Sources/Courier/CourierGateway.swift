@@ -81,6 +81,8 @@ public struct CourierGateway {
         public var publishedMs: UInt64?
         /// The recipient tag in hex (the drop's `x`), kept to match it against the watched peers.
         public let tagHex: String
+        /// The envelope as it is handed over (encoded once).
+        public let bytes: [UInt8]
 
         public init(id: String, envelope: CourierEnvelope, depositor: MeshPeerID, depositedMs: UInt64, publishedMs: UInt64? = nil) {
             self.id = id
@@ -89,6 +91,7 @@ public struct CourierGateway {
             self.depositedMs = depositedMs
             self.publishedMs = publishedMs
             tagHex = Hex.encode(envelope.recipientTag)
+            bytes = (try? envelope.encode()) ?? []
         }
     }
 
@@ -220,7 +223,11 @@ public struct CourierGateway {
         return counters
     }
     private(set) var held: [String: Held] = [:]
+    /// Held envelope ids by recipient tag (hex): a direct phone's held mail is three lookups away.
+    private var heldByTag: [String: Set<String>] = [:]
     private var pending: [MeshPeerID: [Pending]] = [:]
+    /// Whose queue holds each pending drop (by event id).
+    private var pendingPeer: [String: MeshPeerID] = [:]
     private var seen: [String: UInt64] = [:]
     private var seenOrder = FIFOQueue<(String, UInt64)>()
     private var depositTimes: [MeshPeerID: [UInt64]] = [:]
@@ -248,7 +255,6 @@ public struct CourierGateway {
     /// The bridge's own tags for ``ownTagsDay`` (mail for the bridge itself is for no one here).
     private var ownTags: [[UInt8]] = []
     private var ownTagsDay: UInt32?
-    private var pendingTotalCount = 0
     /// Subscriptions whose stored events are still arriving: how many came, the oldest `created_at` (for a backfill
     /// when a chunk's backlog reached the filter's limit), and how many backfill rounds the chunk had.
     private var loads: [String: (count: Int, oldest: Int64, round: Int)] = [:]
@@ -260,9 +266,8 @@ public struct CourierGateway {
         watch = CourierWatch(
             subscriptions: configuration.maxSubscriptions, perSubscription: configuration.peersPerSubscription,
             ttlMs: configuration.watchTTLMs)
-        for entry in restored.held { held[entry.id] = entry }
-        for entry in restored.pending { pending[entry.peer, default: []].append(entry) }
-        pendingTotalCount = restored.pending.count
+        for entry in restored.held { hold(entry) }
+        for entry in restored.pending { enqueue(entry) }
         for entry in restored.seen.sorted(by: { $0.atMs < $1.atMs }) {
             seen[entry.id] = entry.atMs
             seenOrder.append((entry.id, entry.atMs))
@@ -272,7 +277,7 @@ public struct CourierGateway {
     public var heldCount: Int { held.count }
     /// Ready mail waits for a slot of the downlink schedule (the caller asks again when one frees up).
     public var waitsForSlots: Bool { holding.contains(.downlinkBudget) }
-    public var pendingCount: Int { pendingTotalCount }
+    public var pendingCount: Int { pendingPeer.count }
     public var watchedCount: Int { watch.entries.count }
     public var subscriptionCount: Int { watch.sent.count }
     /// Tags per subscription filter now (``Configuration/tagsPerFilter``, halved after refusals).
@@ -333,10 +338,10 @@ public struct CourierGateway {
             // courier's, or our own coming back from the relay) or deposited again is not delivered twice.
             switch ref {
             case .held(let id):
-                if held.removeValue(forKey: id) != nil { actions.append(.removeHeld(id)) }
+                if release(id) != nil { actions.append(.removeHeld(id)) }
                 remember(id, nowMs: nowMs, into: &actions)
             case .pending(let eventID):
-                let entry = pending.values.lazy.flatMap { $0 }.first { $0.eventID == eventID }
+                let entry = pendingPeer[eventID].flatMap { pending[$0]?.first { $0.eventID == eventID } }
                 if let envelope = entry.flatMap({ try? CourierEnvelope.decode($0.envelope) }) {
                     remember(Self.envelopeID(envelope), nowMs: nowMs, into: &actions)
                 }
@@ -389,14 +394,14 @@ public struct CourierGateway {
             return tallies.deposits.add(.depositorFull)
         }
         if held.count >= configuration.storeMax, let oldest = held.values.min(by: { ($0.depositedMs, $0.id) < ($1.depositedMs, $1.id) }) {
-            held[oldest.id] = nil
+            _ = release(oldest.id)
             actions.append(.removeHeld(oldest.id))
             tallies.evictions.add(.held)
         }
         times.append(nowMs)
         depositTimes[depositor] = times
         let entry = Held(id: id, envelope: envelope, depositor: depositor, depositedMs: nowMs)
-        held[id] = entry
+        hold(entry)
         expiryCheckAt = min(expiryCheckAt, envelope.expiryMs)
         publishCheckAt = 0
         actions.append(.storeHeld(entry))
@@ -482,20 +487,16 @@ public struct CourierGateway {
         // A stranger's tag is left unseen: the peer may be watched when the relay sends it again.
         guard let peer = watch.owner(ofTag: tag) else { return tallies.drops.add(.notWatched) }
         remember(id, nowMs: nowMs, into: &actions)
-        var queue = pending[peer] ?? []
         let entry = Pending(eventID: id, peer: peer, envelope: (try? envelope.encode()) ?? [], expiryMs: envelope.expiryMs)
-        if queue.count >= configuration.pendingPerPeer {
-            actions.append(.removePending(eventID: queue.removeFirst().eventID))
-            pendingTotalCount -= 1
+        if let oldest = pending[peer]?.first, pending[peer, default: []].count >= configuration.pendingPerPeer {
+            removePending(oldest.eventID, into: &actions)
             tallies.evictions.add(.pending)
         }
-        queue.append(entry)
-        pending[peer] = queue
-        pendingTotalCount += 1
+        enqueue(entry)
         expiryCheckAt = min(expiryCheckAt, entry.expiryMs)
         actions.append(.storePending(entry))
         tallies.drops.add(.queued)
-        if pendingTotalCount > configuration.pendingTotal, let oldest = pending.values.flatMap({ $0 }).min(by: { $0.expiryMs < $1.expiryMs }) {
+        if pendingPeer.count > configuration.pendingTotal, let oldest = pending.values.flatMap({ $0 }).min(by: { $0.expiryMs < $1.expiryMs }) {
             removePending(oldest.eventID, into: &actions)
             tallies.evictions.add(.pending)
         }
@@ -510,13 +511,30 @@ public struct CourierGateway {
         }
     }
 
+    private mutating func hold(_ entry: Held) {
+        held[entry.id] = entry
+        heldByTag[entry.tagHex, default: []].insert(entry.id)
+    }
+
+    private mutating func release(_ id: String) -> Held? {
+        guard let entry = held.removeValue(forKey: id) else { return nil }
+        heldByTag[entry.tagHex]?.remove(id)
+        if heldByTag[entry.tagHex]?.isEmpty == true { heldByTag[entry.tagHex] = nil }
+        return entry
+    }
+
+    private mutating func enqueue(_ entry: Pending) {
+        pending[entry.peer, default: []].append(entry)
+        pendingPeer[entry.eventID] = entry.peer
+    }
+
     private mutating func removePending(_ eventID: String, into actions: inout [Action]) {
-        for (peer, queue) in pending where queue.contains(where: { $0.eventID == eventID }) {
-            let rest = queue.filter { $0.eventID != eventID }
-            pending[peer] = rest.isEmpty ? nil : rest
-            pendingTotalCount -= queue.count - rest.count
-            actions.append(.removePending(eventID: eventID))
-        }
+        guard let peer = pendingPeer.removeValue(forKey: eventID), var queue = pending[peer],
+              let index = queue.firstIndex(where: { $0.eventID == eventID })
+        else { return }
+        queue.remove(at: index)
+        pending[peer] = queue.isEmpty ? nil : queue
+        actions.append(.removePending(eventID: eventID))
     }
 
     // MARK: Watching
@@ -590,7 +608,7 @@ public struct CourierGateway {
         guard nowMs >= expiryCheckAt else { return }
         if watch.expire(nowMs: nowMs) { watchChanged(nowMs: nowMs) }
         for entry in held.values where entry.envelope.isExpired(nowMs: nowMs) {
-            held[entry.id] = nil
+            _ = release(entry.id)
             actions.append(.removeHeld(entry.id))
             tallies.expired.add(.held)
         }
@@ -617,10 +635,11 @@ public struct CourierGateway {
         var mail: [MeshPeerID: [(ref: DeliveryRef, bytes: [UInt8])]] = [:]
         for peer in direct {
             for entry in pending[peer] ?? [] { mail[peer, default: []].append((.pending(eventID: entry.eventID), entry.envelope)) }
-        }
-        for entry in held.values {
-            guard let owner = watch.owner(ofTag: entry.tagHex), direct.contains(owner), let bytes = try? entry.envelope.encode() else { continue }
-            mail[owner, default: []].append((.held(entry.id), bytes))
+            for tag in watch.entries[peer]?.tags ?? [] {
+                for id in heldByTag[tag] ?? [] {
+                    if let entry = held[id] { mail[peer, default: []].append((.held(id), entry.bytes)) }
+                }
+            }
         }
         let order = mail.flatMap { peer, items in
             items.filter { delivering[$0.ref] == nil }.sorted { $0.bytes.count < $1.bytes.count }.enumerated()
