@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "BridgeTests",
             dependencies: [
-                "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
+                "Bridge", "BridgeCore", "BitchatWire", "Courier", "BotCrypto", "BotStorage", "BotSupport", "Geohash", "Identity", "IdentityCache", "Mesh", "MeshRuntime", "Nostr",
                 "SpamFilter", "Moderation", "ModerationLog", "MeshSync", "MeshSyncStorage", "BridgeTesting",
             ]
         ),

@@ -245,6 +245,7 @@ public struct CourierGateway {
     // Delivery.
     /// Deliveries handed to the engine and not answered yet, with their peer.
     private var delivering: [DeliveryRef: MeshPeerID] = [:]
+    /// Handover times inside the last minute, by phone (the per-phone rate; pruned at every pass).
     private var deliveriesByPeer: [MeshPeerID: [UInt64]] = [:]
     private var bytesSent: [(atMs: UInt64, bytes: Int)] = []
     private var airtimeRetryAt: UInt64?
@@ -631,6 +632,11 @@ public struct CourierGateway {
             for cap in holding.subtracting(self.holding) { tallies.airtimeWaits.add(cap) }
             self.holding = holding
         }
+        // Handover times older than the minute count for no one (a phone that left keeps no entry).
+        deliveriesByPeer = deliveriesByPeer.compactMapValues { times in
+            let recent = times.filter { $0 + 60_000 > nowMs }
+            return recent.isEmpty ? nil : recent
+        }
         guard !direct.isEmpty, !pending.isEmpty || !held.isEmpty else { return }
         var mail: [MeshPeerID: [(ref: DeliveryRef, bytes: [UInt8])]] = [:]
         for peer in direct {
@@ -650,7 +656,7 @@ public struct CourierGateway {
         var times: [MeshPeerID: [UInt64]] = [:]
         var slotsLeft = slots
         for item in order {
-            let sent = times[item.peer] ?? (deliveriesByPeer[item.peer] ?? []).filter { $0 + 60_000 > nowMs }
+            let sent = times[item.peer] ?? deliveriesByPeer[item.peer] ?? []
             times[item.peer] = sent
             let cap: AirtimeCap? =
                 if sent.count >= configuration.deliveriesPerPeerPerMinute { .peerRate }

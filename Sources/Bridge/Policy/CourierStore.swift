@@ -14,7 +14,11 @@ public import Courier
 /// `courier_pending(event_id, peer, expiry_ms, envelope)`, `courier_seen(event_id, at_ms)`.
 public final class CourierStore {
     private let database: SQLiteDatabase
-    private let putHeld, deleteHeld, putPending, deletePending, putSeen, pruneSeen: SQLiteStatement
+    private let putHeld, deleteHeld, putPending, deletePending, putSeen, expireSeen, trimSeen: SQLiteStatement
+    /// Seen ids written since the table was last cut to its capacity: the cut walks the newest `seenCapacity` rows
+    /// of the index, so it runs once per ``trimEvery`` writes (the table holds at most that many rows more).
+    private var seenSinceTrim = 0
+    public static let trimEvery = 500
 
     public init(database: SQLiteDatabase) throws(SQLiteError) {
         self.database = database
@@ -36,11 +40,9 @@ public final class CourierStore {
         putPending = try database.prepare("INSERT OR REPLACE INTO courier_pending(event_id, peer, expiry_ms, envelope) VALUES (?, ?, ?, ?)")
         deletePending = try database.prepare("DELETE FROM courier_pending WHERE event_id = ?")
         putSeen = try database.prepare("INSERT OR REPLACE INTO courier_seen(event_id, at_ms) VALUES (?, ?)")
-        pruneSeen = try database.prepare(
-            """
-            DELETE FROM courier_seen WHERE at_ms < ?
-              OR event_id IN (SELECT event_id FROM courier_seen ORDER BY at_ms DESC LIMIT -1 OFFSET ?)
-            """)
+        expireSeen = try database.prepare("DELETE FROM courier_seen WHERE at_ms < ?")
+        trimSeen = try database.prepare(
+            "DELETE FROM courier_seen WHERE event_id IN (SELECT event_id FROM courier_seen ORDER BY at_ms DESC LIMIT -1 OFFSET ?)")
     }
 
     /// Performs one of the gateway's store actions (others are not the store's and are ignored).
@@ -59,7 +61,12 @@ public final class CourierStore {
         case .removePending(let eventID): try deletePending.run([.text(eventID)])
         case .rememberSeen(let eventID, let atMs):
             try putSeen.run([.text(eventID), .integer(Int64(atMs))])
-            try pruneSeen.run([.integer(Int64(atMs) - Int64(seenLifetimeMs)), .integer(Int64(seenCapacity))])
+            try expireSeen.run([.integer(Int64(atMs) - Int64(seenLifetimeMs))])
+            seenSinceTrim += 1
+            if seenSinceTrim >= Self.trimEvery {
+                seenSinceTrim = 0
+                try trimSeen.run([.integer(Int64(seenCapacity))])
+            }
         case .publish, .subscribe, .unsubscribe, .deliver:
             break
         }
