@@ -19,7 +19,6 @@ enum CourierBench {
     static func run(_ options: BenchOptions) throws(CommandExit) -> BenchReport {
         let peers = options.quick ? 500 : 5_000
         let dropCount = options.quick ? 200 : 2_000
-        let rounds = options.quick ? 5 : 11
         let now: UInt64 = 1_750_000_000_000
         var rng = SeededRandom(seed: 0x5eed_0024)
         func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) } }
@@ -57,36 +56,43 @@ enum CourierBench {
             ("pending", Double(loaded.pendingCount)), ("envelope_bytes", Double(envelopeBytes)),
             ("rss_growth_bytes", max(0, after - before)), ("rss_growth_per_envelope_bytes", max(0, after - before) / Double(peers)),
         ]
+        // The two sides of a comparison run in turn, round by round, and the speedup is the median of each round's
+        // ratio: a load that comes and goes (the test suite beside it on 2 cores) weighs on both sides of a round alike.
         let clock = ContinuousClock()
-        func median(_ body: () -> Int) -> (micros: Double, matched: Int) {
-            var matched = body()
-            var times: [Double] = []
-            for _ in 0..<rounds {
+        func paired(_ ours: () -> Int, _ reference: () -> Int) -> (ours: Double, reference: Double, speedup: Double, found: (Int, Int)) {
+            func timed(_ body: () -> Int) -> (micros: Double, found: Int) {
                 let start = clock.now
-                matched = body()
-                times.append(FloodBench.seconds(clock.now - start) * 1e6 / Double(dropCount))
+                let found = body()
+                return (FloodBench.seconds(clock.now - start) * 1e6 / Double(dropCount), found)
             }
-            return (times.sorted()[times.count / 2], matched)
+            var found = (ours(), reference())
+            var rounds: [(ours: Double, reference: Double)] = []
+            for _ in 0..<(options.quick ? 5 : 11) {
+                let a = timed(ours), b = timed(reference)
+                found = (a.found, b.found)
+                rounds.append((a.micros, b.micros))
+            }
+            func middle(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            return (middle(rounds.map(\.ours)), middle(rounds.map(\.reference)), middle(rounds.map { $0.reference / $0.ours }), found)
         }
-        let (intakeMicros, queued) = median {
+        let match = paired({
             var gateway = base
             for event in drops { _ = gateway.handle(.drop(event), nowMs: now) }
             return gateway.counters.drops[.queued]
-        }
-        let (linearMicros, found) = median {
+        }, {
             var matched = 0
             for event in drops {
                 guard let envelope = try? CourierDrop.envelope(of: event, nowMs: now) else { continue }
                 if watchedTags.contains(where: { $0.1.contains(envelope.recipientTag) }) { matched += 1 }
             }
             return matched
-        }
+        })
+        let (queued, found) = match.found
         guard queued == found else { throw CommandExit.failure("bench courier: intake queued \(queued), the reference matched \(found)") }
         var report = BenchReport(bench: "courier")
-        let speedup = linearMicros / intakeMicros
         report.add("match_\(peers)_peers", [
             ("watched_peers", Double(peers)), ("drops", Double(dropCount)), ("for_watched_peers", Double(queued)),
-            ("intake_us_per_drop", intakeMicros), ("linear_reference_us_per_drop", linearMicros), ("speedup", speedup),
+            ("intake_us_per_drop", match.ours), ("linear_reference_us_per_drop", match.reference), ("speedup", match.speedup),
         ])
 
         // The lookup alone, on envelopes already decoded: the watch list's index (what the gateway keeps) against the
@@ -94,21 +100,20 @@ enum CourierBench {
         let decoded = drops.compactMap { try? CourierDrop.envelope(of: $0, nowMs: now) }
         var index: [String: Int] = [:]
         for (peer, entry) in watchedTags.enumerated() { for tag in entry.1 { index[Hex.encode(tag)] = peer } }
-        let (indexMicros, indexFound) = median { decoded.reduce(0) { $0 + (index[Hex.encode($1.recipientTag)] == nil ? 0 : 1) } }
-        let (scanMicros, scanFound) = median { decoded.reduce(0) { count, envelope in
-            count + (watchedTags.contains { $0.1.contains(envelope.recipientTag) } ? 1 : 0) } }
-        guard indexFound == scanFound, indexFound == queued else {
-            throw CommandExit.failure("bench courier: the index found \(indexFound), the scan \(scanFound), the gateway \(queued)")
+        let lookup = paired(
+            { decoded.reduce(0) { $0 + (index[Hex.encode($1.recipientTag)] == nil ? 0 : 1) } },
+            { decoded.reduce(0) { count, envelope in count + (watchedTags.contains { $0.1.contains(envelope.recipientTag) } ? 1 : 0) } })
+        guard lookup.found.0 == lookup.found.1, lookup.found.0 == queued else {
+            throw CommandExit.failure("bench courier: the index found \(lookup.found.0), the scan \(lookup.found.1), the gateway \(queued)")
         }
         report.add("lookup_\(peers)_peers", [
-            ("index_us_per_drop", indexMicros), ("linear_scan_us_per_drop", scanMicros), ("speedup", scanMicros / indexMicros),
+            ("index_us_per_drop", lookup.ours), ("linear_scan_us_per_drop", lookup.reference), ("speedup", lookup.speedup),
         ])
         report.add("memory_\(peers)_pending", memoryFigures)
 
-        let lookup = scanMicros / indexMicros
         report.notes.append(
-            "a drop through the gateway is \((speedup * 10).rounded() / 10)× the linear scan over \(peers) watched peers "
-                + "(the tag lookup alone \(Int(lookup.rounded()))×; decoding the drop is the rest); "
+            "a drop through the gateway is \((match.speedup * 10).rounded() / 10)× the linear scan over \(peers) watched peers "
+                + "(the tag lookup alone \(Int(lookup.speedup.rounded()))×; decoding the drop is the rest); "
                 + "\(peers) pending envelopes (\(envelopeBytes / 1024) KiB of envelopes) grew RSS by \(Int(max(0, after - before)) / 1024) KiB")
         return report
     }
