@@ -569,12 +569,19 @@ public struct CourierGateway {
     }
 
     /// Whether a relay's `CLOSED` (of `subscription`) or `NOTICE` (nil) may be a filter refused as too large: relays
-    /// word it differently (COURIER.md §4.3), so any `CLOSED` of a courier subscription counts but for the transient
-    /// `auth-required:` and `rate-limited:`, and a `NOTICE` when it names a filter. A wrong guess costs one halving, and
-    /// halvings stop at ``Configuration/minTagsPerFilter``.
+    /// word it differently (COURIER.md §4.3), so any `CLOSED` of a courier subscription counts but for what is plainly
+    /// about something else — the transient `auth-required:` and `rate-limited:`, NIP-01's `duplicate:`, and a message
+    /// about the number of subscriptions that names no filter (nostream's "Too many subscriptions", a cap of 10 that
+    /// backfill rounds can reach; smaller filters would not help) — and a `NOTICE` when it names a filter. A wrong guess
+    /// costs one halving, and halvings stop at ``Configuration/minTagsPerFilter``.
     static func refusesFilter(subscription: String?, message: String) -> Bool {
-        guard let subscription else { return message.lowercased().contains("filter") }
-        return subscription.hasPrefix("courier-") && !message.hasPrefix("auth-required:") && !message.hasPrefix("rate-limited:")
+        let text = message.lowercased()
+        let namesFilter = text.contains("filter")
+        guard let subscription else { return namesFilter }
+        guard subscription.hasPrefix("courier-"),
+              !["auth-required:", "rate-limited:", "duplicate:"].contains(where: { text.hasPrefix($0) })
+        else { return false }
+        return namesFilter || !text.contains("subscription")
     }
 
     /// A chunk's stored drops reached the filter's limit: the relays may hold older ones within the day it asked for,

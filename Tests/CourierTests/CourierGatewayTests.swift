@@ -149,13 +149,18 @@ struct CourierGatewayTests {
         Dictionary(uniqueKeysWithValues: actions.compactMap { if case .subscribe(let id, let filter) = $0 { (id, filter.tags["x"]?.count ?? 0) } else { nil } })
     }
 
-    @Test("a relay refusing a filter halves the chunks (300 → 150 → 75 → 48 tags), once per refusal, and every subscription goes again; not for auth-required, rate-limited or an unrelated NOTICE; never below iOS's 48")
+    @Test("a relay refusing a filter halves the chunks (300 → 150 → 75 → 48 tags), once per refusal, and every subscription goes again; not for auth-required, rate-limited, duplicate, too many subscriptions or an unrelated NOTICE; never below iOS's 48")
     func refusedFilterHalves() throws {
         var gateway = Self.gateway()
         let keys = (0..<20).map { [UInt8](repeating: UInt8(0x60 + $0), count: 32) }
         for key in keys { _ = gateway.handle(.peerVerified(MeshPeerID(noisePublicKey: key), noiseKey: key, direct: false), nowMs: Self.t0) }
         #expect(Self.subscribed(gateway.handle(.deadline, nowMs: Self.t0 + 5_000)) == ["courier-0": 60])
-        for (subscription, message) in [("courier-0", "rate-limited: slow down"), ("courier-0", "auth-required: sign in"), (nil, "welcome!"), ("other", "error: no")] {
+        let notAboutTheFilter: [(String?, String)] = [
+            ("courier-0", "rate-limited: slow down"), ("courier-0", "auth-required: sign in"), (nil, "welcome!"), ("other", "error: no"),
+            ("courier-0", "duplicate: courier-0 is open"), ("courier-0-older", "Too many subscriptions: Number of subscriptions must be less than or equal to 10"),
+            (nil, "Subscription rejected: Duplicate subscription courier-0: Ignoring"),
+        ]
+        for (subscription, message) in notAboutTheFilter {
             _ = gateway.handle(.refused(subscription: subscription, message: message), nowMs: Self.t0 + 6_000)
         }
         #expect(gateway.tagsPerFilter == 300 && gateway.counters.filterHalvings == 0)
