@@ -212,6 +212,9 @@ public struct CourierGateway {
     public enum Limits {
         /// Backfill rounds per chunk and load: with the filter's limit of 500, 5,000 drops a day for 100 phones.
         public static let maxBackfillRounds = 10
+        /// Backfill subscriptions open at once (more wait their turn): 8 chunks and 2 backfills are nostream's default
+        /// cap of 10 subscriptions a connection (COURIER.md §4.3), which a relay enforces by refusing the 11th.
+        public static let maxBackfillsOpen = 2
     }
 
     public let configuration: Configuration
@@ -259,6 +262,9 @@ public struct CourierGateway {
     /// Subscriptions whose stored events are still arriving: how many came, the oldest `created_at` (for a backfill
     /// when a chunk's backlog reached the filter's limit), and how many backfill rounds the chunk had.
     private var loads: [String: (count: Int, oldest: Int64, round: Int)] = [:]
+    /// Chunks whose backlog is to be asked again, waiting for a backfill subscription to close
+    /// (``Limits/maxBackfillsOpen``), oldest first, with the oldest drop their load brought.
+    private var backfillsWaiting: [(chunk: String, oldest: Int64)] = []
     /// No held envelope is due for a publish before this (lowered by a deposit, a refusal, a relay coming up).
     private var publishCheckAt: UInt64 = 0
 
@@ -589,19 +595,38 @@ public struct CourierGateway {
     /// fewer than the limit (COURIER.md §4.3 "Ours"), at most ``Limits/maxBackfillRounds``.
     private mutating func backfill(after subscription: String, nowMs: UInt64, into actions: inout [Action]) {
         guard let load = loads.removeValue(forKey: subscription) else { return }
-        let backfillID = subscription.hasSuffix("-older") ? subscription : subscription + "-older"
-        let chunkID = String(backfillID.dropLast("-older".count))
-        guard load.count >= configuration.filterLimit, load.oldest != .max, load.round < Limits.maxBackfillRounds,
-              let slot = Int(chunkID.dropFirst("courier-".count)), let tags = watch.sent[slot]
-        else {
-            if subscription == backfillID { actions.append(.unsubscribe(id: backfillID)) }
-            return
+        let isBackfill = subscription.hasSuffix("-older")
+        let chunk = isBackfill ? String(subscription.dropLast("-older".count)) : subscription
+        if load.count >= configuration.filterLimit, load.oldest != .max, load.round < Limits.maxBackfillRounds {
+            // A chunk's next round keeps its subscription; a first round waits while others are open.
+            if !isBackfill && openBackfills >= Limits.maxBackfillsOpen {
+                backfillsWaiting.removeAll { $0.chunk == chunk }
+                backfillsWaiting.append((chunk, load.oldest))
+                return
+            }
+            if askOlder(chunk, until: load.oldest, round: load.round + 1, nowMs: nowMs, into: &actions) { return }
         }
-        loads[backfillID] = (0, .max, load.round + 1)
+        guard isBackfill else { return }
+        actions.append(.unsubscribe(id: subscription))
+        // The chunks waiting longest take the places that freed up.
+        while openBackfills < Limits.maxBackfillsOpen, !backfillsWaiting.isEmpty {
+            let next = backfillsWaiting.removeFirst()
+            _ = askOlder(next.chunk, until: next.oldest, round: 1, nowMs: nowMs, into: &actions)
+        }
+    }
+
+    private var openBackfills: Int { loads.keys.reduce(0) { $0 + ($1.hasSuffix("-older") ? 1 : 0) } }
+
+    /// Asks `chunk`'s tags again for drops older than `until` (`<chunk>-older`); false when the chunk is no longer sent.
+    private mutating func askOlder(_ chunk: String, until: Int64, round: Int, nowMs: UInt64, into actions: inout [Action]) -> Bool {
+        guard let slot = Int(chunk.dropFirst("courier-".count)), let tags = watch.sent[slot] else { return false }
+        let id = chunk + "-older"
+        loads[id] = (0, .max, round)
         tallies.backfills += 1
-        actions.append(.subscribe(id: backfillID, filter: NostrFilter(
-            kinds: [CourierDrop.kind], tags: ["x": tags], since: Int64(nowMs / 1000) - 86_400, until: load.oldest,
+        actions.append(.subscribe(id: id, filter: NostrFilter(
+            kinds: [CourierDrop.kind], tags: ["x": tags], since: Int64(nowMs / 1000) - 86_400, until: until,
             limit: configuration.filterLimit)))
+        return true
     }
 
     // MARK: Expiry and delivery

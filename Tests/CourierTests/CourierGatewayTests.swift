@@ -257,6 +257,30 @@ struct CourierGatewayTests {
         #expect(gateway.handle(.endOfStored(subscription: "courier-0"), nowMs: Self.t0 + 9_000).isEmpty)
     }
 
+    @Test("at most 2 backfills are open at once (8 chunks + 2 = nostream's 10 subscriptions); a third chunk's waits and starts when one closes")
+    func backfillsTakeTurns() throws {
+        var gateway = Self.gateway { $0.filterLimit = 2; $0.tagsPerFilter = 3 }
+        let keys = (0..<3).map { [UInt8](repeating: UInt8(0x30 + $0), count: 32) }
+        for key in keys { _ = gateway.handle(.peerVerified(MeshPeerID(noisePublicKey: key), noiseKey: key, direct: false), nowMs: Self.t0) }
+        #expect(Self.subscribed(gateway.handle(.deadline, nowMs: Self.t0 + 5_000)).count == 3)
+        func full(_ chunk: Int, ages: [Int64] = [100, 50]) throws -> [CourierGateway.Action] {
+            let subscription = "courier-\(chunk)"
+            for age in ages {
+                let event = try Self.drop(Self.envelope(for: keys[chunk]), createdAt: Int64(Self.t0 / 1000) - age)
+                _ = gateway.handle(.drop(event, subscription: subscription), nowMs: Self.t0 + 6_000)
+            }
+            return gateway.handle(.endOfStored(subscription: subscription), nowMs: Self.t0 + 6_000)
+        }
+        #expect(Self.subscribed(try full(0)) == ["courier-0-older": 3])
+        #expect(Self.subscribed(try full(1)) == ["courier-1-older": 3])
+        #expect(try full(2).isEmpty, "two backfills are open: the third chunk's waits")
+        // courier-0's backfill brings less than the limit: it closes, and courier-2's starts in its place.
+        let closed = gateway.handle(.endOfStored(subscription: "courier-0-older"), nowMs: Self.t0 + 7_000)
+        #expect(closed.first == .unsubscribe(id: "courier-0-older"))
+        #expect(Self.subscribed(closed) == ["courier-2-older": 3])
+        #expect(gateway.counters.backfills == 3)
+    }
+
     @Test("a drop for a watched direct peer is queued, remembered and delivered byte-equal; again: nothing")
     func dropDelivered() throws {
         var gateway = Self.gateway()
