@@ -651,7 +651,7 @@ public struct CourierGateway {
                 tallies.expired.add(.pending)
             }
         }
-        expiryCheckAt = ([watch.nextExpiry] + held.values.map(\.envelope.expiryMs) + pending.values.flatMap { $0.map(\.expiryMs) })
+        expiryCheckAt = ([watch.nextExpiry()] + held.values.map(\.envelope.expiryMs) + pending.values.flatMap { $0.map(\.expiryMs) })
             .compactMap { $0 }.min() ?? .max
     }
 

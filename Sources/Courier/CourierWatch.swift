@@ -9,8 +9,9 @@ import Nostr
 /// after a relay refused a filter, ``halve(minimum:)``). When full, a newly
 /// verified peer takes the place of the one lost longest ago, else of the longest-watched peer that is not a direct
 /// peer; else it is not watched (counted). So a flood of verified strangers costs bounded memory and work, and cannot
-/// push out the phones next to the bridge. Every change is incremental (three HMACs for a new peer); only the UTC day
-/// change computes every tag again.
+/// push out the phones next to the bridge. Every change is incremental (three HMACs for a new peer; the place to free
+/// is the front of one of two queues in eviction order, not a scan of every entry); only the UTC day change computes
+/// every tag again.
 struct CourierWatch {
     struct Entry {
         let noiseKey: [UInt8]
@@ -20,6 +21,14 @@ struct CourierWatch {
         /// Its tags for ``CourierWatch/day`` (day − 1, day, day + 1), lowercase hex.
         var tags: [String]
         var slot: Int
+        /// Changes with every change of state (verified, lost): a queue item with another stamp is stale.
+        var stamp: UInt64 = 0
+    }
+
+    /// A place in an eviction order: valid while the entry keeps `stamp`.
+    private struct Place {
+        let peer: MeshPeerID
+        let stamp: UInt64
     }
 
     let subscriptions: Int
@@ -37,6 +46,11 @@ struct CourierWatch {
     private(set) var sent: [Int: [String]] = [:]
     /// Peers that found no place (the watch list was full of direct peers).
     private(set) var overflow = 0
+    /// Entries lost from the mesh, in the order they were lost (the first to be evicted and to expire).
+    private var lostOrder = FIFOQueue<Place>()
+    /// Present entries that are not direct peers, in the order they were verified (evicted when none is lost).
+    private var presentOrder = FIFOQueue<Place>()
+    private var nextStamp: UInt64 = 0
 
     init(subscriptions: Int, perSubscription: Int, ttlMs: UInt64) {
         self.subscriptions = subscriptions
@@ -50,7 +64,10 @@ struct CourierWatch {
     func owner(ofTag tag: String) -> MeshPeerID? { owner[tag] }
 
     /// When the next entry lost from the mesh stops being watched.
-    var nextExpiry: UInt64? { entries.values.compactMap { $0.lostAtMs.map { $0 + ttlMs } }.min() }
+    mutating func nextExpiry() -> UInt64? {
+        Self.dropStale(&lostOrder, entries: entries)
+        return lostOrder.first.flatMap { entries[$0.peer]?.lostAtMs }.map { $0 + ttlMs }
+    }
 
     /// A verified announce: watched (again), its tags added; false when nothing changed.
     @discardableResult
@@ -61,6 +78,7 @@ struct CourierWatch {
             entry.direct = direct
             entry.verifiedAtMs = nowMs
             entries[peer] = entry
+            placed(peer)
             return changed
         }
         if entries[peer] != nil { remove(peer) }
@@ -70,6 +88,7 @@ struct CourierWatch {
         }
         let tags = Self.tags(noiseKey, day: day)
         entries[peer] = Entry(noiseKey: noiseKey, verifiedAtMs: nowMs, lostAtMs: nil, direct: direct, tags: tags, slot: slot)
+        placed(peer)
         members[slot].insert(peer)
         for tag in tags { owner[tag] = peer }
         dirty.insert(slot)
@@ -81,13 +100,17 @@ struct CourierWatch {
         guard entries[peer] != nil else { return }
         entries[peer]?.lostAtMs = nowMs
         entries[peer]?.direct = false
+        placed(peer)
     }
 
-    /// Drops the entries lost longer than ``ttlMs`` ago; true when one went.
+    /// Drops the entries lost longer than ``ttlMs`` ago (from the front of the lost order); true when one went.
     mutating func expire(nowMs: UInt64) -> Bool {
-        let gone = entries.filter { $0.value.lostAtMs.map { $0 + ttlMs <= nowMs } ?? false }.map(\.key)
-        for peer in gone { remove(peer) }
-        return !gone.isEmpty
+        var went = false
+        while let next = nextExpiry(), next <= nowMs, let place = lostOrder.popFirst() {
+            remove(place.peer)
+            went = true
+        }
+        return went
     }
 
     /// The UTC day of `nowMs`: on a change every tag is computed again and every slot is due. True when it changed.
@@ -165,11 +188,43 @@ struct CourierWatch {
 
     /// Frees a place: the entry lost longest ago, else the longest-watched one that is not a direct peer.
     private mutating func makeRoom() -> Int? {
-        let victim = entries.filter { $0.value.lostAtMs != nil }.min { ($0.value.lostAtMs!, $0.key) < ($1.value.lostAtMs!, $1.key) }?.key
-            ?? entries.filter { !$0.value.direct }.min { ($0.value.verifiedAtMs, $0.key) < ($1.value.verifiedAtMs, $1.key) }?.key
-        guard let victim, let slot = entries[victim]?.slot else { return nil }
-        remove(victim)
+        Self.dropStale(&lostOrder, entries: entries)
+        Self.dropStale(&presentOrder, entries: entries)
+        guard let victim = lostOrder.popFirst() ?? presentOrder.popFirst(), let slot = entries[victim.peer]?.slot else { return nil }
+        remove(victim.peer)
         return slot
+    }
+
+    /// `peer`'s state changed: a new stamp, and its place at the back of the order it is now in (none for a present
+    /// direct peer, which is never evicted). When stale places outnumber the entries, both orders are built anew.
+    private mutating func placed(_ peer: MeshPeerID) {
+        guard var entry = entries[peer] else { return }
+        nextStamp += 1
+        entry.stamp = nextStamp
+        entries[peer] = entry
+        if entry.lostAtMs != nil {
+            lostOrder.append(Place(peer: peer, stamp: entry.stamp))
+        } else if !entry.direct {
+            presentOrder.append(Place(peer: peer, stamp: entry.stamp))
+        }
+        if lostOrder.count + presentOrder.count > 2 * entries.count + 64 { rebuildOrders() }
+    }
+
+    private mutating func rebuildOrders() {
+        lostOrder = FIFOQueue()
+        presentOrder = FIFOQueue()
+        for (peer, entry) in entries.sorted(by: { ($0.value.lostAtMs ?? 0, $0.value.verifiedAtMs, $0.key) < ($1.value.lostAtMs ?? 0, $1.value.verifiedAtMs, $1.key) }) {
+            if entry.lostAtMs != nil {
+                lostOrder.append(Place(peer: peer, stamp: entry.stamp))
+            } else if !entry.direct {
+                presentOrder.append(Place(peer: peer, stamp: entry.stamp))
+            }
+        }
+    }
+
+    /// Pops the places at the front of `order` whose entry went or changed since.
+    private static func dropStale(_ order: inout FIFOQueue<Place>, entries: [MeshPeerID: Entry]) {
+        while let first = order.first, entries[first.peer]?.stamp != first.stamp { _ = order.popFirst() }
     }
 
     static func tags(_ noiseKey: [UInt8], day: UInt32) -> [String] {

@@ -211,6 +211,40 @@ struct CourierGatewayTests {
         #expect(gateway.watchedCount == 2, "A was lost at the resync: watched 15 min more")
     }
 
+    @Test("a full watch list frees the place of the peer lost longest ago, else of the indirect peer verified longest ago; a peer that comes back or is verified again goes to the back")
+    func evictionOrder() throws {
+        var gateway = Self.gateway { $0.maxSubscriptions = 2; $0.tagsPerFilter = 6 }  // 2 × 2 peers
+        let keys = (0..<8).map { [UInt8](repeating: UInt8(0x70 + $0), count: 32) }
+        var now = Self.t0
+        func verify(_ index: Int) {
+            now += 1_000
+            _ = gateway.handle(.peerVerified(MeshPeerID(noisePublicKey: keys[index]), noiseKey: keys[index], direct: false), nowMs: now)
+        }
+        func lose(_ index: Int) {
+            now += 1_000
+            _ = gateway.handle(.peerLost(MeshPeerID(noisePublicKey: keys[index])), nowMs: now)
+        }
+        func watched() throws -> [Int] {
+            try (0..<keys.count).filter { index in
+                var probe = gateway
+                _ = probe.handle(.drop(try Self.drop(Self.envelope(for: keys[index], at: now))), nowMs: now)
+                return probe.counters.drops[.queued] == 1
+            }
+        }
+        for index in 0..<4 { verify(index) }  // A B C D
+        lose(2); lose(1); lose(3); verify(3)  // C then B lost; D lost and back
+        verify(4)
+        #expect(try watched() == [0, 1, 3, 4], "E took the place of C, lost longest ago")
+        verify(5)
+        #expect(try watched() == [0, 3, 4, 5], "F took B's")
+        verify(0)  // A verified again: to the back
+        verify(6)
+        #expect(try watched() == [0, 4, 5, 6], "no peer lost: G took D's (back before E, F and A's new announce)")
+        verify(7)
+        #expect(try watched() == [0, 5, 6, 7], "H took E's")
+        #expect(gateway.counters.watchOverflow == 0)
+    }
+
     @Test("the watch list is bounded by its subscriptions: a flood of verified strangers takes the places of lost and indirect peers, never of direct ones")
     func watchBoundedUnderAFlood() throws {
         var gateway = Self.gateway { $0.maxSubscriptions = 2; $0.tagsPerFilter = 6 }  // 2 × 2 peers
