@@ -81,7 +81,8 @@ public struct CourierGateway {
         public var publishedMs: UInt64?
         /// The recipient tag in hex (the drop's `x`), kept to match it against the watched peers.
         public let tagHex: String
-        /// The envelope as it is handed over (encoded once).
+        /// The envelope as it is handed over and stored, encoded once (a held envelope decoded and passed the
+        /// gateway's checks, so it encodes; an empty blob would be dropped at load).
         public let bytes: [UInt8]
 
         public init(id: String, envelope: CourierEnvelope, depositor: MeshPeerID, depositedMs: UInt64, publishedMs: UInt64? = nil) {
@@ -495,8 +496,8 @@ public struct CourierGateway {
         guard let peer = watch.owner(ofTag: tag) else { return tallies.drops.add(.notWatched) }
         remember(id, nowMs: nowMs, into: &actions)
         let entry = Pending(eventID: id, peer: peer, envelope: (try? envelope.encode()) ?? [], expiryMs: envelope.expiryMs)
-        if let oldest = pending[peer]?.first, pending[peer, default: []].count >= configuration.pendingPerPeer {
-            removePending(oldest.eventID, into: &actions)
+        if let queue = pending[peer], queue.count >= configuration.pendingPerPeer {
+            removePending(queue[0].eventID, into: &actions)
             tallies.evictions.add(.pending)
         }
         enqueue(entry)

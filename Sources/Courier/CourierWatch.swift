@@ -202,11 +202,7 @@ struct CourierWatch {
         nextStamp += 1
         entry.stamp = nextStamp
         entries[peer] = entry
-        if entry.lostAtMs != nil {
-            lostOrder.append(Place(peer: peer, stamp: entry.stamp))
-        } else if !entry.direct {
-            presentOrder.append(Place(peer: peer, stamp: entry.stamp))
-        }
+        appendPlace(peer, entry)
         if lostOrder.count + presentOrder.count > 2 * entries.count + 64 { rebuildOrders() }
     }
 
@@ -214,11 +210,17 @@ struct CourierWatch {
         lostOrder = FIFOQueue()
         presentOrder = FIFOQueue()
         for (peer, entry) in entries.sorted(by: { ($0.value.lostAtMs ?? 0, $0.value.verifiedAtMs, $0.key) < ($1.value.lostAtMs ?? 0, $1.value.verifiedAtMs, $1.key) }) {
-            if entry.lostAtMs != nil {
-                lostOrder.append(Place(peer: peer, stamp: entry.stamp))
-            } else if !entry.direct {
-                presentOrder.append(Place(peer: peer, stamp: entry.stamp))
-            }
+            appendPlace(peer, entry)
+        }
+    }
+
+    /// `peer`'s place at the back of the order its state puts it in: lost, or present and indirect (a present direct
+    /// peer has none).
+    private mutating func appendPlace(_ peer: MeshPeerID, _ entry: Entry) {
+        if entry.lostAtMs != nil {
+            lostOrder.append(Place(peer: peer, stamp: entry.stamp))
+        } else if !entry.direct {
+            presentOrder.append(Place(peer: peer, stamp: entry.stamp))
         }
     }
 

@@ -51,7 +51,7 @@ public final class CourierStore {
         case .storeHeld(let held):
             try putHeld.run([
                 .text(held.id), .integer(Int64(bitPattern: held.depositor.rawValue)), .integer(Int64(held.depositedMs)),
-                held.publishedMs.map { .integer(Int64($0)) } ?? .null, .blob(try encoded(held.envelope)),
+                held.publishedMs.map { .integer(Int64($0)) } ?? .null, .blob(held.bytes),
             ])
         case .removeHeld(let id): try deleteHeld.run([.text(id)])
         case .storePending(let entry):
@@ -97,10 +97,5 @@ public final class CourierStore {
         restored.seen = try database.prepare("SELECT event_id, at_ms FROM courier_seen WHERE at_ms > ? ORDER BY at_ms")
             .query([.integer(now - Int64(seenLifetimeMs))]) { (id: $0.text(0), atMs: UInt64($0.int64(1))) }
         return restored
-    }
-
-    private func encoded(_ envelope: CourierEnvelope) throws(SQLiteError) -> [UInt8] {
-        // A held envelope decoded and passed the gateway's checks, so it encodes; an empty blob would be dropped at load.
-        (try? envelope.encode()) ?? []
     }
 }
