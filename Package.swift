@@ -117,6 +117,12 @@ let package = Package(
 
         // Child processes with captured output (the demo and the tests): posix_spawn with a clean signal mask.
         .target(name: "BotProcess"),
+        // Models of the apps' own link, sync and display rules (iOS and Android), for the test world and process tests:
+        // pure machines a MeshNode runs (not used by the bridge).
+        .target(name: "AppModels", dependencies: ["Mesh", "MeshSync", "BitchatWire", "BotCrypto", "BotSupport"]),
+        // `AppPhone`: a model phone over radio-hub segments, for the end-to-end tests (built beside bitchat-bridge).
+        .executableTarget(
+            name: "AppPhone", dependencies: ["AppModels", "Mesh", "MeshRuntime", "VirtualRadio", "BitchatWire", "BotCrypto", "BotSupport"]),
         // Test doubles and process helpers shared by test targets (not a product).
         .target(name: "BridgeTestSupport", dependencies: ["BotProcess", "BotSupport"]),
         // The in-process test world: a manual clock, radio segments, loopback NIP-01 relays reached through the real
@@ -125,7 +131,7 @@ let package = Package(
             name: "BridgeTesting",
             dependencies: [
                 "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotStorage", "BotSupport", "Identity", "IdentityCache", "Mesh",
-                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr", "BridgeTestSupport",
+                "MeshRuntime", "MeshSync", "Moderation", "ModerationLog", "Nostr", "BridgeTestSupport", "AppModels",
             ]
         ),
 
@@ -181,7 +187,7 @@ let package = Package(
             name: "BridgeWorldTests",
             dependencies: [
                 "BridgeTesting", "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime",
-                "MeshSync", "Nostr", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter",
+                "MeshSync", "Nostr", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "AppModels", "Geohash",
             ]
         ),
         .testTarget(

@@ -188,6 +188,19 @@ public enum GCSFilter {
 }
 
 extension RequestSyncPayload {
+    /// The same request with the packet `id` in its filter (the same P and M; a filter that covered nothing gets M
+    /// for one element). For a packet the requester holds but its owner did not know of when it built the filter.
+    public func covering(_ id: [UInt8]) -> RequestSyncPayload {
+        guard GCSFilter.Limits.pRange.contains(Int(p)) else { return self }
+        var copy = self
+        if m <= 1 || data.isEmpty { copy.m = GCSFilter.hashRange(count: 1, p: Int(p)) }
+        let value = GCSFilter.bucket(h64: GCSFilter.h64(id), m: UInt64(copy.m))
+        var values = Set(m <= 1 || data.isEmpty ? [] : GCSFilter.decode(p: Int(p), m: UInt64(m), data: data))
+        guard value > 0, values.insert(value).inserted else { return self }
+        copy.data = GCSFilter.encode(p: Int(p), values: values.sorted())
+        return copy
+    }
+
     /// The candidate cap iOS applies to a request of exactly these types (BOARD.md §9.2 step 2).
     public static func capacity(for types: SyncTypes) -> Int {
         switch types {

@@ -44,8 +44,10 @@ struct RuntimeCore {
             presenceSeed: host.seed(), judge: judge, clockOrigin: .now)
         var configuration = BridgeMachine.Configuration(
             keys: keys, powBits: config.powBits, fleet: stores.fleet,
-            sync: SyncResponder.Configuration(airtime: AirtimeBudget.Configuration(bytesPerWindow: config.syncReplyBudgetBytes)),
+            sync: SyncResponder.Configuration(
+                airtime: AirtimeBudget.Configuration(bytesPerWindow: config.syncReplyBudgetBytes), pacing: SyncResponder.Pacing()),
             boardCopies: config.gateway, liveView: liveView, seed: host.seed())
+        configuration.nickname = config.nickname
         if config.courier {
             // The drop keys come from secret bytes drawn at every start: one fresh key per publish, unlinkable.
             configuration.courier = CourierGateway.Configuration(

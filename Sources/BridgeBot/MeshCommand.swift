@@ -386,7 +386,7 @@ enum MeshCommand {
             // Sealed mail: who handed it over and its size, never its bytes.
             return .object([("event", .string("courier_deposit")), ("from", .string(from.hex)), ("bytes", .integer(Int64(envelope.count)))])
         // The mesh command's engine runs without gossip sync (``MeshPeerEngine/Configuration/sync`` nil).
-        case .syncRequest, .syncRoundDue, .syncStore, .boardPacket:
+        case .syncRequest, .syncRoundDue, .syncStore, .originated, .boardPacket:
             return .null
         }
     }

@@ -34,6 +34,15 @@ enum SyncBench {
         let keys = (0..<50).map { _ in try! Ed25519PrivateKey(seed: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
         let gossip = MemoryGossipStore()
         let board = MemoryBoardStore()
+        // Each sender's announce first: a message is kept only with it (APP-BEHAVIOUR §3).
+        for (i, key) in keys.enumerated() {
+            let payload = try! AnnouncePayload(
+                nickname: "sender\(i)", noisePublicKey: [UInt8](repeating: UInt8(i), count: 32), signingPublicKey: key.publicKey.rawRepresentation
+            ).encode()
+            let packet = try! MeshPacket(type: .announce, timestamp: now - 1_000, sender: MeshPeerID(rawValue: UInt64(i) + 1), payload: payload)
+                .signed(with: key)
+            gossip.record(try! SyncPacket(packet), now: now)
+        }
         for i in 0..<messageCount {
             let key = keys[i % keys.count]
             let packet = try! MeshPacket(
@@ -54,15 +63,16 @@ enum SyncBench {
             ).signed(with: key)
             board.ingest(try! SyncPacket(packet), now: now)
         }
+        let announces = gossip.packets(.announce, now: now)
         let messages = gossip.packets(.message, now: now)
         let posts = board.syncCandidates(now: now)
-        guard messages.count == messageCount, posts.count == postCount else {
+        guard announces.count == keys.count, messages.count == messageCount, posts.count == postCount else {
             throw CommandExit.failure("bench sync: stores hold \(messages.count) messages, \(posts.count) posts")
         }
 
         let requests: [(String, RequestSyncPayload)] = [
             ("late_joiner", RequestSyncPayload.build(types: [.announce, .message, .board], candidates: [])),
-            ("holds_newest", RequestSyncPayload.build(types: .publicMessages, candidates: messages.map { ($0.id, $0.timestamp) })),
+            ("holds_newest", RequestSyncPayload.build(types: .publicMessages, candidates: (announces + messages).map { ($0.id, $0.timestamp) })),
             ("board_round_all_held", RequestSyncPayload.build(types: .board, candidates: posts.map { ($0.id, $0.timestamp) })),
         ]
         var report = BenchReport(bench: "sync")
@@ -88,7 +98,7 @@ enum SyncBench {
             }
             let (referenceMicros, referenceChosen) = median(referenceRounds) {
                 guard let decoded = try? RequestSyncPayload.decode(bytes) else { return -2 }
-                return linearReference(decoded, messages: messages, posts: posts)
+                return linearReference(decoded, announces: announces, messages: messages, posts: posts)
             }
             guard chosen == referenceChosen else {
                 throw CommandExit.failure("bench sync: \(name) chose \(chosen) packets, the reference \(referenceChosen)")
@@ -122,12 +132,12 @@ enum SyncBench {
     }
 
     /// The naive responder: recompute each packet's ID and hash, scan the decoded filter linearly.
-    static func linearReference(_ request: RequestSyncPayload, messages: [SyncPacket], posts: [SyncPacket]) -> Int {
+    static func linearReference(_ request: RequestSyncPayload, announces: [SyncPacket], messages: [SyncPacket], posts: [SyncPacket]) -> Int {
         let values = GCSFilter.decode(p: Int(request.p), m: UInt64(request.m), data: request.data)
         let types = request.requestedTypes
         var due = 0
         func check(_ stored: SyncPacket) {
-            if let since = request.sinceTimestamp, stored.timestamp < since { return }
+            if let since = request.sinceTimestamp, stored.timestamp < since, stored.type != .announce { return }
             var preimage: [UInt8] = [stored.packet.type.rawValue]
             for i in (0..<8).reversed() { preimage.append(UInt8(truncatingIfNeeded: stored.packet.sender.rawValue >> UInt64(8 * i))) }
             for i in (0..<8).reversed() { preimage.append(UInt8(truncatingIfNeeded: stored.packet.timestamp >> UInt64(8 * i))) }
@@ -136,6 +146,7 @@ enum SyncBench {
             let bucket = GCSFilter.bucket(h64: GCSFilter.h64(id), m: UInt64(request.m))
             if !values.contains(bucket) { due += 1 }
         }
+        if types.contains(.announce) { announces.forEach(check) }
         if types.contains(.message) { messages.forEach(check) }
         if types.contains(.board) { posts.forEach(check) }
         return due

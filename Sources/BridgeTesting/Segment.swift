@@ -31,11 +31,15 @@ public final class Segment: Sendable {
 
     public let mtu: Int
     public let loss: Double
+    /// ``MeshLinkKind/shared`` (a radio hub: any number of members), or ``MeshLinkKind/point``: a BLE link, which joins
+    /// two devices — the bridge and one phone (a flooder writing to it is the phone's side of that link).
+    public let kind: MeshLinkKind
     private let state: Mutex<State>
 
-    public init(mtu: Int = 512, loss: Double = 0, seed: UInt64 = 1) {
+    public init(mtu: Int = 512, loss: Double = 0, seed: UInt64 = 1, kind: MeshLinkKind = .shared) {
         self.mtu = mtu
         self.loss = loss
+        self.kind = kind
         state = Mutex(State(random: SeededRandom(seed: seed)))
     }
 
@@ -49,7 +53,7 @@ public final class Segment: Sendable {
             state.members[state.nextID] = Member(inbound: inbound, link: link)
             return (state.nextID, state.up)
         }
-        if up { inbound.linkUp(link, mtu: mtu) }
+        if up { inbound.linkUp(link, mtu: mtu, kind: kind) }
         return id
     }
 
@@ -108,7 +112,7 @@ public final class Segment: Sendable {
             state.up = true
             return Array(state.members.values)
         }
-        for member in members { member.inbound.linkUp(member.link, mtu: mtu) }
+        for member in members { member.inbound.linkUp(member.link, mtu: mtu, kind: kind) }
     }
 }
 
@@ -131,8 +135,8 @@ public final class SegmentTransport: MeshTransport, Sendable {
     /// This node's member ID on `segment` (nil when it is not on it).
     func member(on segment: Segment) -> UInt64? { memberships.first { $0.segment === segment }?.member }
 
-    /// The transport's links and their MTUs.
-    public var links: [(link: MeshLinkID, mtu: Int)] { memberships.map { ($0.link, $0.segment.mtu) } }
+    /// The transport's links, their MTUs and kinds.
+    public var links: [(link: MeshLinkID, mtu: Int, kind: MeshLinkKind)] { memberships.map { ($0.link, $0.segment.mtu, $0.segment.kind) } }
 
     public func send(_ frame: [UInt8], on link: MeshLinkID) {
         guard let membership = memberships.first(where: { $0.link == link }), membership.segment.send(frame, from: membership.member) else {
@@ -157,16 +161,16 @@ public final class SegmentTransport: MeshTransport, Sendable {
 
 extension Segment {
     /// A flooder's announce: a fresh identity (random Noise key, fresh Ed25519 key), validly signed, TTL 1 as if
-    /// relayed by a neighbour (a direct TTL-7 announce would make the flooder a direct peer of the link): it passes
-    /// every check of MESH-WIRE §4.7.4; only the number of them is hostile.
-    public static func floodAnnounce(_ index: Int, at time: UInt64) throws -> [UInt8] {
+    /// relayed by a neighbour, or 7 as if each identity were on the link itself (a claim on the link: issue 33): it
+    /// passes every check of MESH-WIRE §4.7.4; only the number of them is hostile.
+    public static func floodAnnounce(_ index: Int, at time: UInt64, ttl: UInt8 = 1) throws -> [UInt8] {
         let noise = X25519PrivateKey.generate().publicKey
         let signing = Ed25519PrivateKey.generate()
         let payload = try AnnouncePayload(
             nickname: "flood\(index)", noisePublicKey: noise, signingPublicKey: signing.publicKey.rawRepresentation).encode()
         var packet = try MeshPacket(type: .announce, timestamp: time, sender: MeshPeerID(noisePublicKey: noise), payload: payload)
             .signed(with: signing)
-        packet.ttl = 1
+        packet.ttl = ttl
         return try packet.encode()
     }
 }

@@ -9,6 +9,7 @@ import Mesh
 import MeshRuntime
 public import Nostr
 import Synchronization
+public import AppModels
 
 /// The in-process test world (issue 22 part 4): a festival site with Nostr relays, radio segments, bridges and
 /// phones, all in this process, on one manual clock.
@@ -27,6 +28,7 @@ public final class Site: @unchecked Sendable {
     public let time: ManualTime
     public let directory: String
     private let parts = Mutex<(relays: [LoopbackRelay], bridges: [TestBridge], phones: [TestPhone], seed: UInt64)>(([], [], [], 1))
+    private let appPhones = Mutex<[AppPhone]>([])
 
     /// The site's clock starts at the real wall clock's second, so the relays' and the apps' ±900 s windows hold.
     public init(name: String = "site") {
@@ -49,6 +51,9 @@ public final class Site: @unchecked Sendable {
 
     public func segment(mtu: Int = 512, loss: Double = 0) -> Segment { Segment(mtu: mtu, loss: loss, seed: nextSeed()) }
 
+    /// A BLE link between two devices (``MeshLinkKind/point``): the bridge and one phone.
+    public func bleLink(mtu: Int = 512) -> Segment { Segment(mtu: mtu, seed: nextSeed(), kind: .point) }
+
     /// A phone on `segments`: its announce has gone out on each when this returns.
     public func phone(
         _ name: String, on segments: [Segment], app: TestPhone.App = .iPhone,
@@ -61,6 +66,16 @@ public final class Site: @unchecked Sendable {
             name: name, app: app, segments: segments, time: time, seed: nextSeed(), noiseKey: noiseKey, signingKey: signingKey)
         await phone.start()
         parts.withLock { $0.phones.append(phone) }
+        return phone
+    }
+
+    /// A phone that behaves as `app`'s own code (``AppPhoneModel``) on `segments`; its announce has gone out when this
+    /// returns.
+    public func appPhone(_ name: String, _ app: AppPhoneModel.App, on segments: [Segment]) async -> AppPhone {
+        time.advance(by: 1)
+        let phone = AppPhone(name: name, app: app, segments: segments, time: time, seed: nextSeed())
+        await phone.start()
+        appPhones.withLock { $0.append(phone) }
         return phone
     }
 
@@ -117,6 +132,7 @@ public final class Site: @unchecked Sendable {
         let (relays, bridges, phones) = parts.withLock { ($0.relays, $0.bridges, $0.phones) }
         for bridge in bridges { await bridge.stop() }
         for phone in phones { await phone.leave() }
+        for phone in appPhones.withLock({ $0 }) { await phone.leave() }
         for relay in relays { await relay.stop() }
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -77,7 +77,7 @@ public final class TestPhone: Sendable {
     /// lost to a link it has not seen yet; the transport's own link-up events follow (a repeat changes nothing but
     /// an announce), then it runs.
     func start() async {
-        for (link, mtu) in transport.links { await node.submit(.linkUp(link, mtu: mtu)) }
+        for (link, mtu, kind) in transport.links { await node.submit(.linkUp(link, mtu: mtu, kind: kind)) }
         let node = node, heard = heard, sync = sync, time = time
         running.withLock { running in
             running = Task {
@@ -94,6 +94,9 @@ public final class TestPhone: Sendable {
             }
         }
     }
+
+    /// Returns once the phone's node has taken every frame that reached it (a flood relayed to it drained).
+    public func drained() async { await transport.events.drained() }
 
     /// Leaves the air: its links go down; the node ends.
     public func leave() async {
@@ -296,7 +299,8 @@ final class PhoneSync: Sendable {
 
     private static func handle(_ action: MeshAction, now: UInt64, stores: inout SyncStores, responder: inout SyncResponder) -> [MeshInput] {
         switch action {
-        case .syncStore(let packet):
+        case .syncStore(let packet), .originated(let packet):
+            // iOS keeps its own sends too (`onPublicPacketSeen` after `sendMessage` / `sendAnnounceNow`).
             if let stored = try? SyncPacket(packet) { _ = stores.record(stored, now: now) }
             return []
         case .syncRoundDue(let round):

@@ -223,6 +223,8 @@ public struct MeshCounters: Sendable, Equatable, Sequence {
     public internal(set) var relayGate = Tally<MeshRelayGateOutcome>()
     public internal(set) var peers = Tally<MeshPeerEvent>()
     public internal(set) var pins = Tally<MeshPinEvent>()
+    /// Direct announces' claims on our links (``LinkBindings``).
+    public internal(set) var links = Tally<MeshLinkBindingEvent>()
     /// Packets processed, by type (after the ingress gate and dedup).
     public internal(set) var received = Tally<MessageType>()
     /// Packets we originated, by type.
@@ -242,6 +244,7 @@ public struct MeshCounters: Sendable, Equatable, Sequence {
         return prefixed("ingress", ingress) + prefixed("decode", decode) + prefixed("verification", verification)
             + prefixed("fragment", fragment) + prefixed("carrier", carrier) + prefixed("courier", courier) + prefixed("dedup", dedup)
             + prefixed("relay", relay) + prefixed("relay.gate", relayGate) + prefixed("peers", peers) + prefixed("pins", pins)
+            + prefixed("links", links)
             + prefixed("rx", received) + prefixed("originated", originated) + prefixed("tx", transmit)
     }
 

@@ -103,7 +103,7 @@ extension MeshPeerEngine {
             // RSR replies are only accepted for a REQUEST_SYNC we sent in the last 30 s to a direct peer of the
             // link (on a link with none: to the claimed sender); then the timestamp is not checked (§7.4).
             guard let requester = syncRequester,
-                  requester.acceptsReply(linkPeers: linkPeers[link] ?? [], sender: packet.sender, now: now)
+                  requester.acceptsReply(linkPeers: bindings.peers(on: link), sender: packet.sender, now: now)
             else {
                 counters.ingress.add(.unsolicitedRSR)
                 return nil
@@ -120,7 +120,7 @@ extension MeshPeerEngine {
             // The same verified origin-TTL announce on a second link (a phone connected both ways over BLE):
             // its sender is direct there too.
             if pool != .unverified, packet.type == .announce, packet.ttl == MeshPacket.Limits.originTTL, !reassembled,
-               table[packet.sender] != nil, markDirect(packet.sender, on: link, now: now)
+               table[packet.sender] != nil, markDirect(packet.sender, on: link, now: now, into: &actions)
             {
                 report(table.setDirect(packet.sender, true, counters: &counters), into: &actions)
             }
@@ -139,7 +139,7 @@ extension MeshPeerEngine {
         }
         if syncRequester != nil {
             actions.append(.syncRequest(link: link, SyncRequestInput(
-                packet: packet, linkPeers: linkPeers[link] ?? [], pinnedKey: table.signingKey(of: packet.sender))))
+                packet: packet, linkPeers: bindings.peers(on: link), pinnedKey: table.signingKey(of: packet.sender))))
         }
         return .unverified
     }
@@ -300,11 +300,11 @@ extension MeshPeerEngine {
         if !pinBook.pin(claimed) { counters.pins.add(.bookFull) }
         // A verified announce at origin TTL, not reassembled (reassembled packets carry TTL 0): the sender is a
         // direct peer of this link — one of several on a shared segment.
-        if packet.ttl == MeshPacket.Limits.originTTL { markDirect(packet.sender, on: link, now: now) }
+        if packet.ttl == MeshPacket.Limits.originTTL { markDirect(packet.sender, on: link, now: now, into: &actions) }
         let peer = MeshPeer(
             id: packet.sender, nickname: announce.nickname, noisePublicKey: announce.noisePublicKey,
             signingPublicKey: signingKey, capabilities: announce.capabilities, bridgeGeohash: announce.bridgeGeohash,
-            lastSeen: now, isDirect: isDirectAnywhere(packet.sender)
+            lastSeen: now, isDirect: bindings.isDirect(packet.sender)
         )
         peerExpiry = min(peerExpiry, now &+ configuration.peerTimeoutMs)
         let evicted = table.recordAnnounce(peer, now: now, counters: &counters)
@@ -321,6 +321,7 @@ extension MeshPeerEngine {
         {
             announcedBackAt[packet.sender] = now + Limits.announceBackWindowMs
             if announcedBackAt.count > Limits.maxPeers { announcedBackAt = announcedBackAt.filter { $0.value > now } }
+            keepOwn(ours, into: &actions)
             transmit(ours, to: Array(links.keys).sorted(), delay: 0, into: &actions)
         }
         return .verified
@@ -369,7 +370,7 @@ extension MeshPeerEngine {
     /// depositor; relayed deposits are refused) and its signature verifies against the sender's key (COURIER.md §2.5).
     /// The envelope itself is the owner's to check.
     mutating func handleCourierDeposit(_ packet: MeshPacket, on link: MeshLinkID, now: UInt64, into actions: inout [MeshAction]) -> Assessment {
-        guard linkPeers[link]?.contains(packet.sender) == true else {
+        guard bindings.peers(on: link).contains(packet.sender) else {
             counters.courier.add(.notDirect)
             return .rejected
         }

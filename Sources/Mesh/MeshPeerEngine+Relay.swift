@@ -20,14 +20,14 @@ extension MeshPeerEngine {
         // Split horizon per link: never back onto the ingress link, nor onto a link whose direct peers all
         // heard this frame already (each is also a direct peer of the ingress link, where everyone hears every
         // frame: a phone connected to us twice, or a segment's phones that are also on another segment).
-        let heard = linkPeers[ingress] ?? []
+        let heard = bindings.peers(on: ingress)
         var candidates = links.keys.filter { link in
             guard link != ingress else { return false }
-            guard let peers = linkPeers[link], !peers.isEmpty else { return true }
-            return !peers.isSubset(of: heard)
+            let peers = bindings.peers(on: link)
+            return peers.isEmpty || !peers.isSubset(of: heard)
         }.sorted()
         if !packet.isBroadcast, let recipient = packet.recipient {
-            let direct = candidates.filter { linkPeers[$0]?.contains(recipient) == true }
+            let direct = candidates.filter { bindings.peers(on: $0).contains(recipient) }
             if !direct.isEmpty { candidates = direct }
         } else if packet.type != .fragment, packet.type != .announce {
             candidates = Self.fanOutSubset(candidates, dedupKey: MeshMessageIdentity.dedupKey(packet))

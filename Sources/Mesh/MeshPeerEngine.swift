@@ -91,11 +91,10 @@ public struct MeshPeerEngine {
     public internal(set) var counters = MeshCounters()
 
     var links: [MeshLinkID: Int] = [:]
-    /// The direct peers of each link: those whose origin-TTL announce verified on it. A BLE link carries one
-    /// phone; a radio-hub segment (one TCP link for us) is a shared medium carrying many, and every one of
-    /// them hears every frame sent on it (issue 22). Bounded by the peer table: a peer leaves every set when
-    /// it leaves the table (``lost(_:_:into:)``).
-    var linkPeers: [MeshLinkID: Set<MeshPeerID>] = [:]
+    /// The direct peers of each link (``LinkBindings``): one identity on a BLE link, a bounded number on a radio
+    /// hub's segment, a shared medium where every member hears every frame (issue 22). A peer leaves every link
+    /// when it leaves the table (``lost(_:_:into:)``).
+    var bindings = LinkBindings()
     var table = PeerTable()
     var dedup = DedupSet()
     var gate = RelayGate()
@@ -107,6 +106,8 @@ public struct MeshPeerEngine {
     var announcedBackAt: [MeshPeerID: UInt64] = [:]
     /// ms of our last announce: two announces in the same ms would be identical packets (dedup drops the second).
     var lastAnnounceAt: UInt64 = 0
+    /// Our last announce (phones keep it: our REQUEST_SYNC filter covers it).
+    var lastAnnounce: MeshPacket?
     /// The sync round scheduler and RSR window (``Configuration/sync``); created at the first input.
     var syncRequester: SyncRequester?
     /// No peer of the table times out before this (a lower bound, exact after each sweep; `.max`: table empty).
@@ -136,10 +137,7 @@ public struct MeshPeerEngine {
         return pinBook[sender].map { ($0.signingPublicKey, false) }
     }
     /// The direct peers heard on `link` (empty for an unknown link or one no verified peer announced on yet).
-    public func directPeers(on link: MeshLinkID) -> Set<MeshPeerID> { linkPeers[link] ?? [] }
-
-    /// Whether `peer` is a direct peer of any link.
-    func isDirectAnywhere(_ peer: MeshPeerID) -> Bool { linkPeers.values.contains { $0.contains(peer) } }
+    public func directPeers(on link: MeshLinkID) -> Set<MeshPeerID> { bindings.peers(on: link) }
 
     /// When the engine next has work of its own (``MeshInput/tick``): our announce while a link is up, a peer's
     /// timeout, an overdue relay verdict, a partial fragment set's timeout, a sync round. Nil when nothing is due —
@@ -162,18 +160,14 @@ public struct MeshPeerEngine {
         var actions: [MeshAction] = []
         if let sync = configuration.sync, syncRequester == nil { syncRequester = SyncRequester(configuration: sync, start: now) }
         switch input {
-        case .linkUp(let link, let mtu):
+        case .linkUp(let link, let mtu, let kind):
             links[link] = mtu
+            bindings.up(link, kind: kind)
             // Announce on every new link (§4.7.5): a direct announce binds the link on the far side.
-            if let announce = makeAnnounce(now: now) {
-                transmit(announce, to: [link], delay: 0, into: &actions)
-            }
+            announce(now: now, to: [link], into: &actions)
         case .linkDown(let link):
             links[link] = nil
-            for peer in (linkPeers.removeValue(forKey: link) ?? []).sorted() where !isDirectAnywhere(peer) {
-                report(table.setDirect(peer, false, counters: &counters), into: &actions)
-                syncRequester?.directPeerDisconnected(peer)
-            }
+            for peer in bindings.down(link) { notDirect(peer, into: &actions) }
         case .frame(let link, let bytes):
             guard links[link] != nil else {
                 counters.ingress.add(.unknownLink)
@@ -189,10 +183,7 @@ public struct MeshPeerEngine {
             originate(MeshPacket(type: .leave, timestamp: now, sender: identity.peerID, payload: []),
                       sign: true, into: &actions)
         case .sendAnnounce:
-            if let announce = makeAnnounce(now: now) {
-                transmit(announce, to: Array(links.keys).sorted(), delay: 0, into: &actions)
-                scheduleNextAnnounce(now: now, random: &random)
-            }
+            if announce(now: now, to: Array(links.keys).sorted(), into: &actions) { scheduleNextAnnounce(now: now, random: &random) }
         case .originate(var packet, let sign):
             packet.sender = identity.peerID
             packet.timestamp = now
@@ -207,8 +198,8 @@ public struct MeshPeerEngine {
             }
         case .replacePins(let loaded):
             pinBook.replace(with: loaded, keeping: table.peers)
-        case .originateSigned(let packet):
-            originateSigned(packet, now: now, into: &actions)
+        case .originateSigned(let packet, let ttl, let delayMs):
+            originateSigned(packet, ttl: ttl, delayMs: delayMs, now: now, into: &actions)
         case .forgetPins(let ids):
             let held = ids.filter { pinBook[$0] != nil }
             pinBook.forget(held)
@@ -230,9 +221,9 @@ public struct MeshPeerEngine {
         return actions
     }
 
-    /// Someone else's packet, signed already (a board post, a carrier we hand on): sent as our own packets are (TTL 7,
-    /// every link), its signature left as it is; its sender is remembered as ours for a while (its echo is dropped).
-    mutating func originateSigned(_ packet: MeshPacket, now: UInt64, into actions: inout [MeshAction]) {
+    /// Someone else's packet, signed already (a persona's announce or line, a board post): sent on every link at `ttl`
+    /// after `delayMs`, its signature left as it is; its sender is remembered as ours for a while (its echo is dropped).
+    mutating func originateSigned(_ packet: MeshPacket, ttl: UInt8, delayMs: UInt64, now: UInt64, into actions: inout [MeshAction]) {
         if ownSenders[packet.sender] == nil, ownSenders.count >= Limits.maxOwnSenders {
             ownSenders = ownSenders.filter { now < $0.value + Limits.ownSenderWindowMs }
             if ownSenders.count >= Limits.maxOwnSenders, let oldest = ownSenders.min(by: { $0.value < $1.value })?.key {
@@ -240,12 +231,16 @@ public struct MeshPeerEngine {
             }
         }
         ownSenders[packet.sender] = now
-        originate(packet, sign: false, into: &actions)
+        originate(packet, sign: false, ttl: min(ttl, MeshPacket.Limits.originTTL), delayMs: delayMs, into: &actions)
     }
 
-    /// A signed REQUEST_SYNC (TTL 0) to `peer` on every link where it is a direct peer.
+    /// A signed REQUEST_SYNC (TTL 0) to `peer` on every link where it is a direct peer. Our latest announce is put in
+    /// its filter: the owner built the filter from its store when the round was due, and an announce we sent since
+    /// (the owner learns of it only when it gets to our ``MeshAction/originated(_:)``) would come back from the phone.
     mutating func sendSyncRequest(to peer: MeshPeerID, _ payload: RequestSyncPayload, now: UInt64, into actions: inout [MeshAction]) {
-        let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
+        let targets = bindings.links(of: peer).sorted()
+        var payload = payload
+        if let ours = lastAnnounce, payload.requestedTypes.contains(.announce) { payload = payload.covering(MeshMessageIdentity.packetID(ours)) }
         let packet = MeshPacket(type: .requestSync, ttl: 0, timestamp: now, sender: identity.peerID, recipient: peer, payload: payload.encode())
         guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { return }
         counters.originated.add(.requestSync)
@@ -254,7 +249,7 @@ public struct MeshPeerEngine {
 
     /// A signed, directed 0x04 (TTL 7) to `peer` on every link where it is a direct peer; false when there is none.
     mutating func sendCourier(_ envelope: [UInt8], to peer: MeshPeerID, now: UInt64, into actions: inout [MeshAction]) -> Bool {
-        let targets = links.keys.filter { linkPeers[$0]?.contains(peer) == true }.sorted()
+        let targets = bindings.links(of: peer).sorted()
         let packet = MeshPacket(type: .courierEnvelope, timestamp: now, sender: identity.peerID, recipient: peer, payload: envelope)
         guard !targets.isEmpty, let signed = try? packet.signed(with: identity.signingKey) else { return false }
         let before = actions.count
@@ -285,9 +280,11 @@ public struct MeshPeerEngine {
     // MARK: Origination
 
     /// Our own packets are never processed again: their echo carries our sender ID (dropped at ingress).
-    mutating func originate(_ packet: MeshPacket, sign: Bool, into actions: inout [MeshAction]) {
+    mutating func originate(
+        _ packet: MeshPacket, sign: Bool, ttl: UInt8 = MeshPacket.Limits.originTTL, delayMs: UInt64 = 0, into actions: inout [MeshAction]
+    ) {
         var packet = packet
-        packet.ttl = MeshPacket.Limits.originTTL
+        packet.ttl = ttl
         if sign {
             guard let signed = try? packet.signed(with: identity.signingKey) else {
                 counters.transmit.add(.signFailed)
@@ -296,7 +293,25 @@ public struct MeshPeerEngine {
             packet = signed
         }
         counters.originated.add(packet.type)
-        transmit(packet, to: Array(links.keys).sorted(), delay: 0, into: &actions)
+        keepOwn(packet, into: &actions)
+        transmit(packet, to: Array(links.keys).sorted(), delay: delayMs, into: &actions)
+    }
+
+    /// What phones store of what we send goes to our own sync store too (``MeshAction/originated(_:)``): iOS keeps
+    /// its own sends (`onPublicPacketSeen` after `sendMessage`/`sendAnnounceNow`), so its REQUEST_SYNC filter covers
+    /// them — a filter that lacks them has every phone send them all back in every round (APP-BEHAVIOUR §2).
+    mutating func keepOwn(_ packet: MeshPacket, into actions: inout [MeshAction]) {
+        guard syncRequester != nil, packet.isBroadcast, packet.type == .announce || packet.type == .message else { return }
+        actions.append(.originated(packet))
+    }
+
+    /// Our announce on `targets`, kept for sync; false when it could not be made.
+    @discardableResult
+    mutating func announce(now: UInt64, to targets: [MeshLinkID], into actions: inout [MeshAction]) -> Bool {
+        guard let announce = makeAnnounce(now: now) else { return false }
+        keepOwn(announce, into: &actions)
+        transmit(announce, to: targets, delay: 0, into: &actions)
+        return true
     }
 
     /// Our signed v1 announce (TTL 7, unpadded): TLVs 01/02/03 [05] [06]; no neighbour list, to stay < 100 B.
@@ -309,7 +324,8 @@ public struct MeshPeerEngine {
         )
         guard let bytes = try? payload.encode() else { return nil }
         let packet = MeshPacket(type: .announce, timestamp: now, sender: identity.peerID, payload: bytes)
-        return try? packet.signed(with: identity.signingKey)
+        lastAnnounce = try? packet.signed(with: identity.signingKey)
+        return lastAnnounce
     }
 
     mutating func scheduleNextAnnounce(now: UInt64, random: inout some RandomNumberGenerator) {
@@ -320,9 +336,7 @@ public struct MeshPeerEngine {
 
     mutating func tick(now: UInt64, random: inout some RandomNumberGenerator, into actions: inout [MeshAction]) {
         if !links.isEmpty, now >= nextAnnounceAt {
-            if let announce = makeAnnounce(now: now) {
-                transmit(announce, to: Array(links.keys).sorted(), delay: 0, into: &actions)
-            }
+            announce(now: now, to: Array(links.keys).sorted(), into: &actions)
             scheduleNextAnnounce(now: now, random: &random)
         }
         if now > peerExpiry {
@@ -344,8 +358,8 @@ public struct MeshPeerEngine {
     mutating func lost(_ id: MeshPeerID, _ reason: MeshPeerLossReason, into actions: inout [MeshAction]) {
         // Gone from the table, gone from every link: its next origin-TTL announce makes it direct again (and
         // schedules its initial sync round again).
-        if isDirectAnywhere(id) {
-            for link in linkPeers.keys { linkPeers[link]?.remove(id) }
+        if bindings.isDirect(id) {
+            bindings.remove(id)
             syncRequester?.directPeerDisconnected(id)
         }
         switch reason {
@@ -361,17 +375,32 @@ public struct MeshPeerEngine {
         for id in evicted { lost(id, .evicted, into: &actions) }
     }
 
-    /// A verified origin-TTL announce from `peer` was heard on `link` (or its duplicate, already verified):
-    /// `peer` is a direct peer there. Returns true when it was direct on no link before (its initial sync
-    /// round is then scheduled, BOARD.md §13.1).
+    /// A verified origin-TTL announce from `peer` was heard on `link` (or its duplicate, already verified): `peer`
+    /// becomes a direct peer there when the link's binding rules let it (``LinkBindings``). Returns true when it was
+    /// direct on no link before (its initial sync round is then scheduled, BOARD.md §13.1); a peer that lost a point
+    /// link to it and is direct nowhere else stops being direct.
     @discardableResult
-    mutating func markDirect(_ peer: MeshPeerID, on link: MeshLinkID, now: UInt64) -> Bool {
-        guard links[link] != nil, linkPeers[link]?.contains(peer) != true else { return false }
-        let wasDirect = isDirectAnywhere(peer)
-        linkPeers[link, default: []].insert(peer)
-        guard !wasDirect else { return false }
-        syncRequester?.directPeerConnected(peer, now: now)
-        return true
+    mutating func markDirect(_ peer: MeshPeerID, on link: MeshLinkID, now: UInt64, into actions: inout [MeshAction]) -> Bool {
+        let wasDirect = bindings.isDirect(peer)
+        switch bindings.observe(peer, on: link, now: now) {
+        case .unchanged:
+            return false
+        case .refused(let reason):
+            counters.links.add(reason)
+            return false
+        case .bound(let replaced):
+            counters.links.add(replaced == nil ? .bound : .rebound)
+            if let replaced, !bindings.isDirect(replaced) { notDirect(replaced, into: &actions) }
+            guard !wasDirect else { return false }
+            syncRequester?.directPeerConnected(peer, now: now)
+            return true
+        }
+    }
+
+    /// `peer` is direct on no link any more (its link went down or changed hands).
+    mutating func notDirect(_ peer: MeshPeerID, into actions: inout [MeshAction]) {
+        report(table.setDirect(peer, false, counters: &counters), into: &actions)
+        syncRequester?.directPeerDisconnected(peer)
     }
 
     /// Verified traffic from a peer in the table (message, leave, uplink): refreshes and establishes it.

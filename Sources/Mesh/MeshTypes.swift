@@ -113,9 +113,18 @@ public struct MeshCarrier: Sendable, Equatable {
     }
 }
 
+/// What a link joins, which decides how many peers may be direct on it (``MeshPeerEngine`` link bindings).
+public enum MeshLinkKind: String, Sendable, Equatable {
+    /// Two devices: a BLE connection (either GATT role), a simulated edge. Both apps bind such a link to one
+    /// identity (APP-BEHAVIOUR §1, §4).
+    case point
+    /// A shared medium: one connection to a radio hub's segment, on which every member hears every frame.
+    case shared
+}
+
 /// What the engine is told.
 public enum MeshInput: Sendable {
-    case linkUp(MeshLinkID, mtu: Int)
+    case linkUp(MeshLinkID, mtu: Int, kind: MeshLinkKind = .point)
     case linkDown(MeshLinkID)
     case frame(MeshLinkID, [UInt8])
     /// The engine's own work, due at ``MeshPeerEngine/nextDeadline()``: announce cadence, peer expiry, overdue
@@ -138,10 +147,10 @@ public enum MeshInput: Sendable {
     case replacePins([MeshPin])
     /// The owner's cache forgot these identities: each one's next announce is first contact again.
     case forgetPins([MeshPeerID])
-    /// Send a packet signed elsewhere (the bridge's per-author personas) as we send our own: TTL 7, every
-    /// link. Its sender counts as ours for ``MeshPeerEngine/Limits/ownSenderWindowMs``, so its echoes are
+    /// Send a packet signed elsewhere (the bridge's per-author personas, a board post) on every link, at `ttl` (≤ 7)
+    /// after `delayMs`. Its sender counts as ours for ``MeshPeerEngine/Limits/ownSenderWindowMs``, so its echoes are
     /// dropped like our own, never taken for a peer's.
-    case originateSigned(MeshPacket)
+    case originateSigned(MeshPacket, ttl: UInt8 = MeshPacket.Limits.originTTL, delayMs: UInt64 = 0)
     /// Gossip sync (``MeshPeerEngine/Configuration/sync`` set): send the REQUEST_SYNC the owner built for a
     /// ``MeshAction/syncRoundDue(_:)`` — signed, TTL 0, unpadded, addressed to `peer`, on the links bound to it.
     case sendSyncRequest(peer: MeshPeerID, payload: RequestSyncPayload)
@@ -185,6 +194,9 @@ public enum MeshAction: Sendable, Equatable {
     /// Gossip sync: a packet that verified (a broadcast announce, a broadcast public message) for the owner's
     /// sync stores. Messages come after their ``publicMessage(_:)``, so the owner may keep only what it passed.
     case syncStore(MeshPacket)
+    /// Gossip sync: a broadcast announce or public message this node sent (its own, or one signed elsewhere), for the
+    /// owner's sync store: phones keep their own sends, so the owner's REQUEST_SYNC filter must cover them.
+    case originated(MeshPacket)
     /// Gossip sync: a board packet (0x23), not relayed by the engine; the owner ingests it (decode, inner
     /// signature, store rules) and answers ``MeshInput/relayBoard(_:from:)`` when it was accepted.
     case boardPacket(MeshPacket, link: MeshLinkID)

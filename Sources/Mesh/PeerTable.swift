@@ -23,7 +23,9 @@ public enum MeshPeerLossReason: String, Sendable, CaseIterable, CounterKey {
 ///   leave or uplink, or a link bound by its direct announce (`traffic`). They live in a pool of
 ///   ``Limits/maxEstablished``; a full pool evicts its weakest-evidence, least recently seen peer — and only
 ///   for a newcomer with at least as strong evidence. Peers bound to one of our links are never evicted
-///   (they are bounded by the link count).
+///   (they are bounded by the links' bindings, ``LinkBindings``), and being direct never lifts a newcomer past
+///   a pool's cap: it takes a place only by pushing out someone weaker (issue 33: a flood of 20,000 origin-TTL
+///   announces on one segment made every identity direct and grew the table to 20,012).
 /// - **First-contact** identities (announces only, within their first ``Limits/establishAfterMs``) share a
 ///   pool of ``Limits/maxFirstContact`` and evict only each other, least recently seen first.
 ///
@@ -97,7 +99,7 @@ struct PeerTable {
             standing[peer.id] = state
         } else {
             let evidence: Evidence = peer.isDirect ? .traffic : .announce
-            if !peer.isDirect, firstContactCount >= Limits.maxFirstContact, let victim = leastRecentFirstContact() {
+            if firstContactCount >= Limits.maxFirstContact, let victim = leastRecentFirstContact() {
                 remove(victim)
                 evicted.append(victim)
             }
@@ -151,7 +153,7 @@ struct PeerTable {
         guard var state = standing[id], !state.established, let peer = peers[id] else { return [] }
         guard state.evidence > .announce || peer.isDirect else { return [] }
         var evicted: [MeshPeerID] = []
-        if establishedCount >= Limits.maxEstablished, !peer.isDirect {
+        if establishedCount >= Limits.maxEstablished {
             guard let victim = weakestEstablished(), rank(victim) < rank(id) else {
                 counters.peers.add(.promotionRefused)
                 return []

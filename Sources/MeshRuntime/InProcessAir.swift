@@ -37,7 +37,7 @@ public final class InProcessAir: Sendable {
     /// A new transport on this segment; its link comes up at once.
     public func join() -> Transport {
         let inbound = MeshInbound()
-        inbound.linkUp(Transport.link, mtu: mtu)
+        inbound.linkUp(Transport.link, mtu: mtu, kind: .shared)
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             state.members[state.nextID] = inbound

@@ -105,8 +105,8 @@ public final class MeshInbound: AsyncSequence, Sendable {
         case ignore
     }
 
-    public func linkUp(_ link: MeshLinkID, mtu: Int) {
-        push(.linkUp(link, mtu: mtu), on: link) { queue in
+    public func linkUp(_ link: MeshLinkID, mtu: Int, kind: MeshLinkKind = .point) {
+        push(.linkUp(link, mtu: mtu, kind: kind), on: link) { queue in
             queue.up = true
             return .queue
         }

@@ -3,9 +3,53 @@ public import BotSupport
 import Synchronization
 public import BitchatWire
 
-/// Runs a ``MeshPeerEngine`` against a real ``MeshTransport``: feeds it transport events and the owner's
-/// inputs, wakes it at its own next deadline (``MeshPeerEngine/nextDeadline()``), performs its transmits
-/// (honouring their jitter delays) and publishes everything else on ``actions``.
+/// The bounds of a ``MeshNodeOf``.
+public enum MeshNodeLimits {
+    /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted. A dropped peer
+    /// change is repaired by a ``MeshAction/peersResync(_:)`` as soon as there is room (retried every
+    /// ``resyncRetryMs``).
+    public static let actionBuffer = 4_096
+    /// Delayed transmits waiting for their jitter to elapse; more are dropped and counted.
+    public static let maxPendingTransmits = 8_192
+    /// Inputs waiting in ``MeshNode/enqueue(_:)``'s queue; more are dropped and counted.
+    public static let maxQueuedInputs = 4_096
+    /// How soon a peer resync is offered again while the consumer of ``actions`` has no room.
+    public static let resyncRetryMs: UInt64 = 1_000
+}
+
+/// What the node itself counts (the engine's counters are ``MeshNode/counters``).
+public struct MeshNodeCounters: Sendable, Equatable {
+    /// Frames handed to the transport.
+    public var transmitted = 0
+    /// Actions the consumer of ``MeshNode/actions`` did not take in time.
+    public var droppedActions = 0
+    /// Delayed transmits beyond ``Limits/maxPendingTransmits``.
+    public var droppedTransmits = 0
+    /// ``MeshNode/enqueue(_:)`` calls beyond ``Limits/maxQueuedInputs``.
+    public var droppedInputs = 0
+    /// Transmits still waiting when a ``MeshNode/flush(timeoutMs:)`` ran out of time (dropped).
+    public var abandonedAtFlush = 0
+    /// ``MeshAction/peersResync(_:)`` actions delivered after dropped peer changes.
+    public var peerResyncs = 0
+
+    public init() {}
+}
+
+/// What ``MeshNodeOf/flush(timeoutMs:)`` achieved.
+public struct MeshNodeFlushReport: Sendable, Equatable {
+    /// True when every queued input was applied and every transmit handed to the transport in time.
+    public var completed: Bool
+    /// Transmits dropped at the deadline.
+    public var abandonedTransmits: Int
+}
+
+/// The node that runs the bridge's (and the test phones') ``MeshPeerEngine``.
+public typealias MeshNode = MeshNodeOf<MeshPeerEngine>
+
+/// Runs a ``MeshMachine`` — the ``MeshPeerEngine``, or a test world's model of an app — against a real
+/// ``MeshTransport``: feeds it transport events and the owner's inputs, wakes it at its own next deadline
+/// (``MeshMachine/nextDeadline()``), performs its transmits (honouring their jitter delays) and publishes
+/// everything else on ``actions``.
 ///
 /// The engine stays pure; the node is the only place with time, and its time is a ``TimeSource`` (tests inject
 /// ``ManualTime``). One timer task sleeps until the earliest of the engine's deadline and the next due transmit,
@@ -20,45 +64,10 @@ public import BitchatWire
 ///   transport only after it went out.
 ///
 /// Ends when the transport's event sequence ends (it is closed) or the task running ``run()`` is cancelled.
-public actor MeshNode {
-    public enum Limits {
-        /// Actions buffered for the consumer of ``actions``; overflow is dropped and counted. A dropped peer
-        /// change is repaired by a ``MeshAction/peersResync(_:)`` as soon as there is room (retried every
-        /// ``resyncRetryMs``).
-        public static let actionBuffer = 4_096
-        /// Delayed transmits waiting for their jitter to elapse; more are dropped and counted.
-        public static let maxPendingTransmits = 8_192
-        /// Inputs waiting in ``MeshNode/enqueue(_:)``'s queue; more are dropped and counted.
-        public static let maxQueuedInputs = 4_096
-        /// How soon a peer resync is offered again while the consumer of ``actions`` has no room.
-        public static let resyncRetryMs: UInt64 = 1_000
-    }
-
-    /// What the node itself counts (the engine's counters are ``MeshNode/counters``).
-    public struct Counters: Sendable, Equatable {
-        /// Frames handed to the transport.
-        public var transmitted = 0
-        /// Actions the consumer of ``MeshNode/actions`` did not take in time.
-        public var droppedActions = 0
-        /// Delayed transmits beyond ``Limits/maxPendingTransmits``.
-        public var droppedTransmits = 0
-        /// ``MeshNode/enqueue(_:)`` calls beyond ``Limits/maxQueuedInputs``.
-        public var droppedInputs = 0
-        /// Transmits still waiting when a ``MeshNode/flush(timeoutMs:)`` ran out of time (dropped).
-        public var abandonedAtFlush = 0
-        /// ``MeshAction/peersResync(_:)`` actions delivered after dropped peer changes.
-        public var peerResyncs = 0
-
-        public init() {}
-    }
-
-    /// What ``flush(timeoutMs:)`` achieved.
-    public struct FlushReport: Sendable, Equatable {
-        /// True when every queued input was applied and every transmit handed to the transport in time.
-        public var completed: Bool
-        /// Transmits dropped at the deadline.
-        public var abandonedTransmits: Int
-    }
+public actor MeshNodeOf<Engine: MeshMachine> {
+    public typealias Limits = MeshNodeLimits
+    public typealias Counters = MeshNodeCounters
+    public typealias FlushReport = MeshNodeFlushReport
 
     /// A transmit waiting for its delay.
     private struct Pending {
@@ -68,7 +77,7 @@ public actor MeshNode {
 
     public nonisolated let actions: AsyncStream<MeshAction>
     private let continuation: AsyncStream<MeshAction>.Continuation
-    private var engine: MeshPeerEngine
+    private var engine: Engine
     private let transport: any MeshTransport
     private let clock: any TimeSource
     private var random: SeededRandom
@@ -82,7 +91,7 @@ public actor MeshNode {
     private var peersOutOfSync = false
 
     /// `actionBuffer`: ``Limits/actionBuffer`` (tests make it small to overflow it).
-    public init(engine: MeshPeerEngine, transport: any MeshTransport, clock: any TimeSource, seed: UInt64,
+    public init(engine: Engine, transport: any MeshTransport, clock: any TimeSource, seed: UInt64,
                 actionBuffer: Int = Limits.actionBuffer) {
         self.engine = engine
         self.transport = transport
@@ -92,20 +101,16 @@ public actor MeshNode {
     }
 
     /// `wallClock` returns ms since the Unix epoch (the executable passes the system clock).
-    public init(engine: MeshPeerEngine, transport: any MeshTransport, wallClock: @escaping @Sendable () -> UInt64, seed: UInt64) {
+    public init(engine: Engine, transport: any MeshTransport, wallClock: @escaping @Sendable () -> UInt64, seed: UInt64) {
         self.init(engine: engine, transport: transport, clock: SystemTime(wallClock: wallClock), seed: seed)
     }
 
-    public var peers: [MeshPeerID: MeshPeer] { engine.peers }
-    public var counters: MeshCounters { engine.counters }
     /// The node's own counters (transmits, drops).
     public var driverCounters: Counters {
         var counters = nodeCounters
         counters.droppedInputs = droppedInputs
         return counters
     }
-    public var linkCount: Int { engine.linkCount }
-    public var identity: MeshIdentity { engine.identity }
     /// True while jittered transmits are still waiting.
     public var hasPendingTransmits: Bool { !pending.isEmpty }
 
@@ -167,7 +172,7 @@ public actor MeshNode {
     private func handle(_ event: MeshTransportEvent) {
         let input: MeshInput =
             switch event {
-            case .linkUp(let link, let mtu): .linkUp(link, mtu: mtu)
+            case .linkUp(let link, let mtu, let kind): .linkUp(link, mtu: mtu, kind: kind)
             case .linkDown(let link): .linkDown(link)
             case .frame(let link, let frame): .frame(link, frame)
             }
@@ -220,7 +225,7 @@ public actor MeshNode {
     /// buffer full; the table is bounded, so one snapshot per retry is cheap).
     private func resyncPeersIfNeeded() {
         guard peersOutOfSync else { return }
-        if case .enqueued = continuation.yield(.peersResync(Array(engine.peers.values))) {
+        if case .enqueued = continuation.yield(.peersResync(engine.livePeers)) {
             peersOutOfSync = false
             nodeCounters.peerResyncs += 1
         }
@@ -256,4 +261,16 @@ public actor MeshNode {
             nodeCounters.transmitted += 1
         }
     }
+}
+
+extension MeshNodeOf where Engine == MeshPeerEngine {
+    public var peers: [MeshPeerID: MeshPeer] { engine.peers }
+    public var counters: MeshCounters { engine.counters }
+    public var linkCount: Int { engine.linkCount }
+    public var identity: MeshIdentity { engine.identity }
+}
+
+extension MeshNodeOf where Engine: Sendable {
+    /// The machine as it is now (a copy: a test reads a model's state through it).
+    public var machine: Engine { engine }
 }

@@ -2,8 +2,9 @@ public import Mesh
 public import BotSupport
 /// What a transport reports to the node that owns it.
 public enum MeshTransportEvent: Sendable, Equatable {
-    /// A link came up; `mtu` is the largest frame one write may carry (BLE: ATT MTU − 3).
-    case linkUp(MeshLinkID, mtu: Int)
+    /// A link came up; `mtu` is the largest frame one write may carry (BLE: ATT MTU − 3); `kind` says whether it joins
+    /// two devices (BLE) or is a shared medium (a radio hub's segment).
+    case linkUp(MeshLinkID, mtu: Int, kind: MeshLinkKind = .point)
     case linkDown(MeshLinkID)
     /// One whole frame (one BLE write or notification's worth) arrived on a link.
     case frame(MeshLinkID, [UInt8])

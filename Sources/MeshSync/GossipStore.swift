@@ -39,16 +39,32 @@ public enum GossipRecordOutcome: String, CounterKey, CaseIterable {
     case stale
     /// Directed (recipient set, not FF×8): never gossiped.
     case directed
+    /// A message whose sender has no live announce here: a phone that never met the sender would drop it
+    /// (APP-BEHAVIOUR §3), so it is not kept.
+    case noAnnounce = "no_announce"
     /// A type the bridge does not sync.
     case notStored = "not_stored"
 }
 
 /// The rules of the gossip stores as a value: windows, caps, eviction. Both the in-memory and the durable
 /// store run this; it reports every insertion and removal as a ``SyncStoreChange``.
+///
+/// **A sender's messages travel with its announce** (APP-BEHAVIOUR §3): a phone drops a public message whose sender
+/// it has no verified announce for, and iOS drops a sender's stored messages together with its stale announce
+/// (`GossipSyncManager.removeState`). So a message is kept only while its sender's announce is, and goes with it: the
+/// latest announce per sender is kept 10 min after its own timestamp (inside both apps' acceptance of an announce: iOS
+/// 900 s, Android ±600 s) and served while it is at most 60 s old (iOS `syncStalePeerTimeoutSeconds`) or its sender
+/// has messages here — a phone that left is served with its lines for 10 minutes, one still around (announcing every
+/// 15–300 s) for the messages' 6 h, and an identity that only announces for a minute. Decision: a late phone that gets such an announce shows its sender as reachable for a while
+/// (iOS 60 s, Android 180 s), as it would after any phone's sync reply.
 public struct GossipStoreCore: Sendable {
     public enum Limits {
-        /// iOS keeps the latest announce per peer only while it is ≤ 60 s old (`stalePeerTimeoutSeconds`).
+        /// An announce with no message of its sender here is served ≤ 60 s after its timestamp (iOS
+        /// `syncStalePeerTimeoutSeconds`): a flood of identities that only announce is served for a minute.
         public static let announceMaxAgeMs: UInt64 = 60_000
+        /// The latest announce per sender is kept ≤ 10 min after its timestamp (Android accepts an announce within
+        /// ±600 s, iOS within 900 s) — served all that time once its sender has messages here, which go with it.
+        public static let announceRetentionMs: UInt64 = 600_000
         /// Broadcast public messages: 6 h (iOS town-crier window, BOARD.md §9.4).
         public static let messageMaxAgeMs: UInt64 = 6 * 3_600_000
         /// iOS `seenCapacity`: messages held at most; the oldest recorded is evicted first.
@@ -57,12 +73,14 @@ public struct GossipStoreCore: Sendable {
         public static let fragmentMaxAgeMs: UInt64 = 15 * 60_000
         public static let fragmentCapacity = 600
         public static let fileTransferCapacity = 200
-        /// Announces from this many peers at most (ours: bounds the table a spoofing flood could grow;
-        /// announces age out after 60 s anyway).
+        /// Announces from this many peers at most (ours: bounds the table a spoofing flood could grow; a full
+        /// table gives up a silent sender's announce first, the oldest, so a flood cannot take a speaker's lines).
         public static let announceCapacity = 1000
     }
 
     private var announces: [MeshPeerID: SyncPacket] = [:]
+    /// The IDs of each sender's kept messages (their announce's life, and what goes with it).
+    private var spoken: [MeshPeerID: Set<[UInt8]>] = [:]
     /// Per kind (message, fragment, file): insertion order and packets by ID.
     private var lists: [SyncStoreKind: OrderedPackets] = [:]
 
@@ -70,7 +88,7 @@ public struct GossipStoreCore: Sendable {
 
     public static func maxAge(_ kind: SyncStoreKind) -> UInt64 {
         switch kind {
-        case .announce: Limits.announceMaxAgeMs
+        case .announce: Limits.announceRetentionMs
         case .message: Limits.messageMaxAgeMs
         case .fragment, .fileTransfer: Limits.fragmentMaxAgeMs
         case .board: .max
@@ -88,8 +106,20 @@ public struct GossipStoreCore: Sendable {
     }
 
     static func isFresh(_ packet: SyncPacket, _ kind: SyncStoreKind, now: UInt64) -> Bool {
-        let maxAge = maxAge(kind)
-        return now < maxAge || packet.timestamp >= now - maxAge
+        isWithin(maxAge(kind), packet, now: now)
+    }
+
+    static func isWithin(_ maxAge: UInt64, _ packet: SyncPacket, now: UInt64) -> Bool { now < maxAge || packet.timestamp >= now - maxAge }
+
+    /// Whether `sender`'s announce is kept at `now` (within its retention): its messages may be kept.
+    func announceIsKept(_ sender: MeshPeerID, now: UInt64) -> Bool {
+        announces[sender].map { Self.isWithin(Limits.announceRetentionMs, $0, now: now) } ?? false
+    }
+
+    /// Whether `sender`'s announce is served at `now`: kept, and young or its sender's messages are kept too.
+    func announceIsServed(_ sender: MeshPeerID, now: UInt64) -> Bool {
+        guard let announce = announces[sender] else { return false }
+        return Self.isWithin(spoken[sender] == nil ? Limits.announceMaxAgeMs : Limits.announceRetentionMs, announce, now: now)
     }
 
     /// The deadline a packet of `kind` stays until.
@@ -108,30 +138,51 @@ public struct GossipStoreCore: Sendable {
                 if held.id == packet.id { return .duplicate }
                 if held.timestamp > packet.timestamp { return .stale }
                 changes.append(.removed(id: held.id))
-            } else if announces.count >= Limits.announceCapacity,
-                let oldest = announces.values.min(by: { $0.timestamp < $1.timestamp })
-            {
-                announces[oldest.sender] = nil
-                changes.append(.removed(id: oldest.id))
+            } else if announces.count >= Limits.announceCapacity {
+                // A silent sender's oldest announce first; only when every one has spoken, the oldest speaker's
+                // (with its messages).
+                let silent = announces.values.filter { spoken[$0.sender] == nil }
+                if let oldest = (silent.isEmpty ? Array(announces.values) : silent).min(by: { $0.timestamp < $1.timestamp }) {
+                    removeSender(oldest.sender, changes: &changes)
+                }
             }
             announces[packet.sender] = packet
             changes.append(.inserted(packet, kind: kind, retainUntil: Self.retainUntil(packet, kind)))
             return .stored
         }
+        if kind == .message, !announceIsKept(packet.sender, now: now) { return .noAnnounce }
         var list = lists[kind] ?? OrderedPackets()
         defer { lists[kind] = list }
         guard !list.contains(packet.id) else { return .duplicate }
         list.append(packet)
+        if kind == .message { spoken[packet.sender, default: []].insert(packet.id) }
         changes.append(.inserted(packet, kind: kind, retainUntil: Self.retainUntil(packet, kind)))
         while list.count > Self.capacity(kind), let victim = list.removeFirst() {
+            if kind == .message { forgetSpoken(victim) }
             changes.append(.removed(id: victim.id))
         }
         return .stored
     }
 
+    /// A sender's announce and every message of it.
+    private mutating func removeSender(_ sender: MeshPeerID, changes: inout [SyncStoreChange]) {
+        if let announce = announces.removeValue(forKey: sender) { changes.append(.removed(id: announce.id)) }
+        guard let ids = spoken.removeValue(forKey: sender), var list = lists[.message] else { return }
+        for id in ids.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            list.remove(id)
+            changes.append(.removed(id: id))
+        }
+        lists[.message] = list
+    }
+
+    private mutating func forgetSpoken(_ message: SyncPacket) {
+        spoken[message.sender]?.remove(message.id)
+        if spoken[message.sender]?.isEmpty == true { spoken[message.sender] = nil }
+    }
+
     public func packets(_ kind: SyncStoreKind, now: UInt64) -> [SyncPacket] {
-        if kind == .announce { return announces.values.filter { Self.isFresh($0, kind, now: now) }.sorted { $0.timestamp < $1.timestamp } }
-        return (lists[kind]?.all ?? []).filter { Self.isFresh($0, kind, now: now) }
+        if kind == .announce { return announces.values.filter { announceIsServed($0.sender, now: now) }.sorted { $0.timestamp < $1.timestamp } }
+        return (lists[kind]?.all ?? []).filter { Self.isFresh($0, kind, now: now) && (kind != .message || announceIsKept($0.sender, now: now)) }
     }
 
     public func select(_ kind: SyncStoreKind, now: UInt64, where wanted: (UInt64, UInt64) -> Bool) -> (selected: [SyncPacket], declined: Int) {
@@ -144,7 +195,11 @@ public struct GossipStoreCore: Sendable {
             return (selected, declined)
         }
         let maxAge = Self.maxAge(kind)
-        return lists[kind]?.select(notBefore: now > maxAge ? now - maxAge : 0, where: wanted) ?? ([], 0)
+        let chosen: (selected: [SyncPacket], declined: Int) = lists[kind]?.select(notBefore: now > maxAge ? now - maxAge : 0, where: wanted) ?? ([], 0)
+        guard kind == .message else { return chosen }
+        // Never a message without its sender's announce (pruned at the next write; skipped here until then).
+        let selected = chosen.selected.filter { announceIsKept($0.sender, now: now) }
+        return (selected, chosen.declined)
     }
 
     public func count(_ kind: SyncStoreKind) -> Int {
@@ -152,10 +207,6 @@ public struct GossipStoreCore: Sendable {
     }
 
     public mutating func prune(now: UInt64, changes: inout [SyncStoreChange]) {
-        for (peer, packet) in announces where !Self.isFresh(packet, .announce, now: now) {
-            announces[peer] = nil
-            changes.append(.removed(id: packet.id))
-        }
         for kind in [SyncStoreKind.message, .fragment, .fileTransfer] {
             guard var list = lists[kind] else { continue }
             // Recorded order is roughly timestamp order; remove every stale one wherever it sits.
@@ -163,10 +214,13 @@ public struct GossipStoreCore: Sendable {
             guard !stale.isEmpty else { continue }
             for packet in stale {
                 list.remove(packet.id)
+                if kind == .message { forgetSpoken(packet) }
                 changes.append(.removed(id: packet.id))
             }
             lists[kind] = list
         }
+        let gone = announces.keys.filter { !announceIsKept($0, now: now) }
+        for sender in gone.sorted() { removeSender(sender, changes: &changes) }
     }
 }
 

@@ -20,7 +20,10 @@ public struct SyncRound: Sendable, Equatable {
 /// - board round (`00 01`) every 60 s;
 /// - 1 s after a new direct peer: the union it stores, announce + message + board (`03 01`);
 /// - an RSR frame is taken only within 30 s of a request to the link's bound peer (iOS `RequestSyncManager`;
-///   on an unbound link, to the packet's claimed sender — MESH-WIRE §7.4).
+///   on an unbound link, to the packet's claimed sender — MESH-WIRE §7.4);
+/// - requests to one peer are spaced as Android (PR #885) answers a link — at most one per 5 s after a burst of 2
+///   (a link binds one identity, so per peer is per link): a round that finds none left waits, its types merged into
+///   the next request to that peer, instead of being sent to be dropped.
 public struct SyncRequester: Sendable {
     public struct Configuration: Sendable, Equatable {
         public var messageIntervalMs: UInt64 = 30_000
@@ -34,6 +37,9 @@ public struct SyncRequester: Sendable {
         public var initialTypes: SyncTypes = [.announce, .message, .board]
         /// Ours: direct peers tracked at most (a BLE radio has a handful; bounds the tables).
         public var maxPeers = 64
+        /// Requests to one peer: at most `requestBurst` at once, then one per `requestSpacingMs`.
+        public var requestBurst = 2
+        public var requestSpacingMs: UInt64 = 5_000
         public init() {}
     }
 
@@ -41,6 +47,10 @@ public struct SyncRequester: Sendable {
     private var peers: Set<MeshPeerID> = []
     private var initialDue: [MeshPeerID: UInt64] = [:]
     private var lastRequest: [MeshPeerID: UInt64] = [:]
+    /// Per peer: when its next request may go (a virtual schedule: `requestBurst` may be ahead of it).
+    private var turns: [MeshPeerID: UInt64] = [:]
+    /// Types of rounds that found no turn left, per peer: sent together at its next turn.
+    private var waiting: [MeshPeerID: SyncTypes] = [:]
     private var nextMessageRound: UInt64
     private var nextBoardRound: UInt64
 
@@ -63,6 +73,7 @@ public struct SyncRequester: Sendable {
     public mutating func directPeerDisconnected(_ peer: MeshPeerID) {
         peers.remove(peer)
         initialDue[peer] = nil
+        waiting[peer] = nil
     }
 
     /// The earliest time ``due(now:)`` has something to return; nil when it can return nothing (no direct peer:
@@ -73,7 +84,21 @@ public struct SyncRequester: Sendable {
     public var nextWakeUp: UInt64 {
         var next = min(nextMessageRound, nextBoardRound)
         if let initial = initialDue.values.min() { next = min(next, initial) }
+        if let turn = waiting.keys.compactMap({ turns[$0] }).min() { next = min(next, earliest(turn)) }
         return next
+    }
+
+    /// When a peer whose schedule stands at `turn` may be asked again.
+    private func earliest(_ turn: UInt64) -> UInt64 {
+        turn - min(turn, UInt64(max(1, configuration.requestBurst) - 1) * configuration.requestSpacingMs)
+    }
+
+    /// Takes one of `peer`'s turns at `now`, if one is left.
+    private mutating func takeTurn(_ peer: MeshPeerID, now: UInt64) -> Bool {
+        let next = max(turns[peer] ?? now, now)
+        guard earliest(next) <= now else { return false }
+        turns[peer] = next + configuration.requestSpacingMs
+        return true
     }
 
     /// The rounds due at `now`, each registered for the RSR window. Periodic rounds with no direct peers are
@@ -92,9 +117,25 @@ public struct SyncRequester: Sendable {
             rounds += peers.sorted().map { SyncRound(peer: $0, types: configuration.boardTypes) }
             nextBoardRound = Self.next(after: now, from: nextBoardRound, every: configuration.boardIntervalMs)
         }
-        for round in rounds { lastRequest[round.peer] = now }
+        // Rounds that waited go first (their types with the peer's next due round), then the rest while turns last.
+        var sent: [SyncRound] = []
+        for (peer, types) in waiting.sorted(by: { $0.key < $1.key }) where takeTurn(peer, now: now) {
+            waiting[peer] = nil
+            var merged = types
+            if let index = rounds.firstIndex(where: { $0.peer == peer }) { merged.formUnion(rounds.remove(at: index).types) }
+            sent.append(SyncRound(peer: peer, types: merged))
+        }
+        for round in rounds {
+            if waiting[round.peer] == nil, takeTurn(round.peer, now: now) {
+                sent.append(round)
+            } else {
+                waiting[round.peer, default: []].formUnion(round.types)
+            }
+        }
+        for round in sent { lastRequest[round.peer] = now }
         lastRequest = lastRequest.filter { $0.value > now || now - $0.value <= configuration.replyWindowMs }
-        return rounds
+        turns = turns.filter { $0.value > now || waiting[$0.key] != nil }
+        return sent
     }
 
     /// Registers a request sent outside the schedule (e.g. a targeted fragment resync).

@@ -35,6 +35,8 @@ public enum SyncRefusal: String, CounterKey, CaseIterable, Sendable {
     case undecodable
     /// The requester already had 8 answered requests in the last 30 s.
     case rateLimited = "rate_limited"
+    /// The requester's link already had ``SyncResponder/Pacing/maxWaiting`` requests waiting for their turn.
+    case linkBusy = "link_busy"
 }
 
 /// What happened to the packets an accepted request asked for.
@@ -52,6 +54,8 @@ public struct SyncResponderCounters: Sendable, Equatable {
     public var refused = Tally<SyncRefusal>()
     /// Accepted requests.
     public var answered = 0
+    /// Accepted requests that waited for their link's turn (``SyncResponder/Pacing``) before being answered.
+    public var deferred = 0
     public var replies = Tally<SyncReplyOutcome>()
     /// Reply bytes sent (frame bytes; what the airtime budget counts).
     public var replyBytes = 0
@@ -82,6 +86,25 @@ public struct SyncAnswer: Sendable, Equatable {
 /// fragment-ID-targeted fragments, whose timestamp ≥ `since` — goes back as stored but TTL 0 and RSR set.
 /// Pure: time is a parameter, stores are passed in, the output is data.
 public struct SyncResponder: Sendable {
+    /// How often one link is answered (ours, after Android PR #885, which answers a link at most once per 5 s after a
+    /// burst of 2): a request beyond it waits for its turn instead of being refused — an iPhone asks five times at
+    /// once every other round (messages, fragments, files, prekeys, board), and each must be answered within the 30 s
+    /// it takes replies. A link binds one identity, so the requester stands for its link.
+    public struct Pacing: Sendable, Equatable {
+        public var burst = 2
+        public var spacingMs: UInt64 = 5_000
+        /// Requests of one requester waiting at most (one iPhone round's five, less the burst, plus one); more are
+        /// refused (``SyncRefusal/linkBusy``).
+        public var maxWaiting = 4
+        public init() {}
+    }
+
+    /// An answer and where it goes: `route` is the owner's (its link), handed back as it was given.
+    public struct RoutedAnswer: Sendable, Equatable {
+        public var route: UInt64
+        public var answer: SyncAnswer
+    }
+
     public struct Configuration: Sendable, Equatable {
         /// Answered requests per peer per window (iOS `responseRateLimitMaxResponses`).
         public var maxRequestsPerWindow: Int
@@ -91,15 +114,18 @@ public struct SyncResponder: Sendable {
         /// Ours: requesters whose rate-limit history is kept (oldest forgotten first), bounding the table
         /// against a flood of spoofed sender IDs — which cannot pass the signature check anyway.
         public var maxTrackedRequesters: Int
+        /// Per-link pacing (the bridge); nil answers at once, as iOS does.
+        public var pacing: Pacing?
 
         public init(
             maxRequestsPerWindow: Int = 8, requestWindowMs: UInt64 = 30_000, airtime: AirtimeBudget.Configuration = .init(),
-            maxTrackedRequesters: Int = 1024
+            maxTrackedRequesters: Int = 1024, pacing: Pacing? = nil
         ) {
             self.maxRequestsPerWindow = max(1, maxRequestsPerWindow)
             self.requestWindowMs = requestWindowMs
             self.airtime = airtime
             self.maxTrackedRequesters = max(1, maxTrackedRequesters)
+            self.pacing = pacing
         }
     }
 
@@ -107,6 +133,10 @@ public struct SyncResponder: Sendable {
     public private(set) var counters = SyncResponderCounters()
     private var budget: AirtimeBudget
     private var history: [MeshPeerID: [UInt64]] = [:]
+    /// Per requester: when its next answer may go (a virtual schedule: `burst` answers may be ahead of it).
+    private var turns: [MeshPeerID: UInt64] = [:]
+    /// Accepted requests waiting for their requester's turn, in arrival order.
+    private var waiting: [(route: UInt64, request: RequestSyncPayload, peer: MeshPeerID)] = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -123,13 +153,86 @@ public struct SyncResponder: Sendable {
         return answer(input, from: &source, now: now)
     }
 
-    /// Answers from any ``SyncReplySource`` (the bridge core's ``SyncStores`` value).
+    /// Answers from any ``SyncReplySource`` (the bridge core's ``SyncStores`` value), at once (no pacing).
     public mutating func answer(_ input: SyncRequestInput, from source: inout some SyncReplySource, now: UInt64) -> SyncAnswer {
+        switch check(input, now: now) {
+        case .refused(let refusal): refusal
+        case .accepted(let request): reply(to: input.packet.sender, request, from: &source, now: now)
+        }
+    }
+
+    /// A request that came on `route` (the owner's link): refused, answered now, or — with ``Configuration/pacing``
+    /// — kept until its link's turn (``due(from:now:)``, at ``nextDue``).
+    public mutating func receive(
+        _ input: SyncRequestInput, route: UInt64, from source: inout some SyncReplySource, now: UInt64
+    ) -> [RoutedAnswer] {
+        let peer = input.packet.sender
+        switch check(input, now: now) {
+        case .refused(let refusal):
+            return [RoutedAnswer(route: route, answer: refusal)]
+        case .accepted(let request):
+            guard let pacing = configuration.pacing else { return [RoutedAnswer(route: route, answer: reply(to: peer, request, from: &source, now: now))] }
+            // Its turn, unless an earlier request of the same requester still waits (answers keep their order).
+            if !waiting.contains(where: { $0.peer == peer }), takeTurn(peer, pacing, now: now) {
+                return [RoutedAnswer(route: route, answer: reply(to: peer, request, from: &source, now: now))]
+            }
+            guard waiting.count(where: { $0.peer == peer }) < pacing.maxWaiting else {
+                counters.refused.add(.linkBusy)
+                return [RoutedAnswer(route: route, answer: .refused(peer, .linkBusy))]
+            }
+            counters.deferred += 1
+            waiting.append((route, request, peer))
+            return []
+        }
+    }
+
+    /// When a waiting request's turn comes (nil: none waits).
+    public var nextDue: UInt64? {
+        guard let pacing = configuration.pacing else { return nil }
+        return waiting.compactMap { turns[$0.peer].map { $0 - min($0, UInt64(pacing.burst - 1) * pacing.spacingMs) } }.min()
+    }
+
+    /// The waiting requests whose turn has come, answered from the stores as they are now, oldest first.
+    public mutating func due(from source: inout some SyncReplySource, now: UInt64) -> [RoutedAnswer] {
+        guard let pacing = configuration.pacing else { return [] }
+        var out: [RoutedAnswer] = []
+        var index = 0
+        var served: Set<MeshPeerID> = []
+        while index < waiting.count {
+            let item = waiting[index]
+            // One per requester and pass, in order: its next one waits for the turn after.
+            guard !served.contains(item.peer), takeTurn(item.peer, pacing, now: now) else {
+                index += 1
+                continue
+            }
+            served.insert(item.peer)
+            waiting.remove(at: index)
+            out.append(RoutedAnswer(route: item.route, answer: reply(to: item.peer, item.request, from: &source, now: now)))
+        }
+        return out
+    }
+
+    /// The requester may be answered at `now` (its turn taken when so).
+    private mutating func takeTurn(_ peer: MeshPeerID, _ pacing: Pacing, now: UInt64) -> Bool {
+        let next = max(turns[peer] ?? now, now)
+        guard next <= now + UInt64(pacing.burst - 1) * pacing.spacingMs else { return false }
+        turns[peer] = next + pacing.spacingMs
+        if turns.count > configuration.maxTrackedRequesters { turns = turns.filter { $0.value > now } }
+        return true
+    }
+
+    private enum Checked {
+        case refused(SyncAnswer)
+        case accepted(RequestSyncPayload)
+    }
+
+    /// The checks, in iOS order, and the payload when they pass (an accepted request is counted against the 8 a 30 s).
+    private mutating func check(_ input: SyncRequestInput, now: UInt64) -> Checked {
         let packet = input.packet
         let peer = packet.sender
-        func refuse(_ reason: SyncRefusal) -> SyncAnswer {
+        func refuse(_ reason: SyncRefusal) -> Checked {
             counters.refused.add(reason)
-            return .refused(peer, reason)
+            return .refused(.refused(peer, reason))
         }
         guard packet.ttl == 0 else { return refuse(.ttlNotZero) }
         if !input.linkPeers.isEmpty, !input.linkPeers.contains(peer) { return refuse(.senderNotLinkPeer) }
@@ -138,8 +241,12 @@ public struct SyncResponder: Sendable {
         guard packet.verifySignature(key).isValid else { return refuse(.badSignature) }
         guard let request = try? RequestSyncPayload.decode(packet.payload) else { return refuse(.undecodable) }
         guard admit(peer, now: now) else { return refuse(.rateLimited) }
-        counters.answered += 1
+        return .accepted(request)
+    }
 
+    /// The reply frames within the airtime budget.
+    private mutating func reply(to peer: MeshPeerID, _ request: RequestSyncPayload, from source: inout some SyncReplySource, now: UInt64) -> SyncAnswer {
+        counters.answered += 1
         let due = Self.replySet(request, from: &source, now: now)
         counters.replies.add(.covered, due.covered)
         var frames: [[UInt8]] = []

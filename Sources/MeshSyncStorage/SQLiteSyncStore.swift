@@ -68,7 +68,10 @@ public final class SQLiteSyncJournal: SyncStoreWriteFailures {
         nextSeq = (rows.last?.1 ?? 0) + 1
         var stores = SyncStores()
         var unreadable: [[UInt8]] = []
-        for (id, _, kindName, retainUntil, frame) in rows {
+        // Announces first: a sender's latest announce is often written after its messages, which are kept only with
+        // it (``GossipStoreCore``).
+        let ordered = rows.filter { $0.2 == SyncStoreKind.announce.rawValue } + rows.filter { $0.2 != SyncStoreKind.announce.rawValue }
+        for (id, _, kindName, retainUntil, frame) in ordered {
             guard let kind = SyncStoreKind(rawValue: kindName), let packet = try? SyncPacket(frame: frame), packet.id == id else {
                 unreadable.append(id)
                 continue

@@ -182,7 +182,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
     private func loop() {
         var connections = initial
         var random = SystemRandomNumberGenerator()
-        for connection in connections { events.linkUp(connection.link, mtu: connection.endpoint.mtu) }
+        for connection in connections { events.linkUp(connection.link, mtu: connection.endpoint.mtu, kind: .shared) }
         publishHealth(connections)
         var closeDeadline: Int?
         while true {
@@ -340,7 +340,7 @@ public final class RadioClientTransport: MeshTransport, @unchecked Sendable {
         connection.downSince = nil
         connection.lastError = ""
         events.countReconnect()
-        events.linkUp(connection.link, mtu: connection.endpoint.mtu)
+        events.linkUp(connection.link, mtu: connection.endpoint.mtu, kind: .shared)
         publishHealthLater = true
     }
 

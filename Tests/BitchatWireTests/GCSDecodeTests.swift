@@ -74,3 +74,21 @@ struct GCSDecodeTests {
         }
     }
 }
+
+@Suite("GCS: a request made to cover one more packet")
+struct GCSCoveringTests {
+    @Test("covering adds the packet to the filter with the same P and M, keeps what was there, and fills an empty filter")
+    func covering() {
+        let ids = (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 16) }
+        let extra = [UInt8](repeating: 0xee, count: 16)
+        let request = RequestSyncPayload.build(types: .publicMessages, candidates: ids.enumerated().map { ($0.element, UInt64($0.offset)) })
+        let covered = request.covering(extra)
+        #expect(covered.p == request.p && covered.m == request.m && covered.types == request.types)
+        let membership = GCSFilter.Membership(covered)
+        #expect(membership.mightContain(h64: GCSFilter.h64(extra)))
+        for id in ids { #expect(membership.mightContain(h64: GCSFilter.h64(id))) }
+        #expect(covered.covering(extra) == covered, "already covered: unchanged")
+        let empty = RequestSyncPayload.build(types: .publicMessages, candidates: []).covering(extra)
+        #expect(empty.m == 128 && GCSFilter.Membership(empty).mightContain(h64: GCSFilter.h64(extra)))
+    }
+}

@@ -132,6 +132,11 @@ struct BridgeMachineTests {
         #expect(m.sync.count(.message) == 0)
 
         var open = machine(sync: true)
+        // The phone's announce first: a message is kept only with it (APP-BEHAVIOUR §3).
+        let announce = try MeshPacket(type: .announce, timestamp: nowMs, sender: sender, payload: AnnouncePayload(
+            nickname: "p", noisePublicKey: phoneNoise.publicKey, signingPublicKey: phoneSigning.publicKey.rawRepresentation).encode())
+            .signed(with: phoneSigning)
+        _ = open.handle(.mesh(.syncStore(announce)), now: Self.now)
         let (passed, packet) = try message("a fine line", at: nowMs + 1)
         _ = open.handle(.mesh(.publicMessage(passed)), now: Self.now)
         let kept = open.handle(.mesh(.syncStore(packet)), now: Self.now)

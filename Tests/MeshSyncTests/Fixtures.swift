@@ -12,6 +12,12 @@ struct Phone {
         id = MeshPeerID(rawValue: 0x1000 + UInt64(n))
     }
 
+    /// One of many identities (a flood): the key of `n`, an ID of its own.
+    init(_ n: UInt8, seed: UInt32) {
+        key = try! Ed25519PrivateKey(seed: [UInt8](repeating: n, count: 32))
+        id = MeshPeerID(rawValue: 0x10_0000 + UInt64(seed))
+    }
+
     func message(_ text: String, at ts: UInt64, recipient: MeshPeerID? = nil) -> SyncPacket {
         let packet = try! MeshPacket(type: .message, timestamp: ts, sender: id, recipient: recipient, payload: Array(text.utf8)).signed(with: key)
         return try! SyncPacket(packet)

@@ -11,8 +11,9 @@ struct ResponderTests {
     let board = MemoryBoardStore()
 
     init() {
-        for i in 0..<20 { gossip.record(alice.message("m\(i)", at: t0 + UInt64(i) * 1000), now: t0 + 60_000) }
+        // Her announce first: a message is kept only with its sender's announce (APP-BEHAVIOUR §3).
         gossip.record(alice.announce(at: t0 + 50_000), now: t0 + 60_000)
+        for i in 0..<20 { gossip.record(alice.message("m\(i)", at: t0 + UInt64(i) * 1000), now: t0 + 60_000) }
         for i in 0..<3 { board.ingest(alice.post("post \(i)", id: UInt8(i), createdAt: t0 + UInt64(i)), now: t0 + 60_000) }
     }
 
@@ -59,6 +60,34 @@ struct ResponderTests {
         let bob = Phone(2)
         let bobs = SyncRequestInput(packet: bob.request(Self.empty, at: now, to: bridgeID), linkPeers: [bob.id], pinnedKey: bob.key.publicKey)
         #expect(responder.answer(bobs, gossip: gossip, board: board, now: now + 9).refusal == nil)
+    }
+
+    @Test("paced per link: an iPhone's five requests at once get two answers now and the rest one per 5 s, answered from the store as it is then; more than four waiting are refused")
+    func pacing() {
+        var responder = SyncResponder(configuration: SyncResponder.Configuration(pacing: SyncResponder.Pacing()))
+        var source = StoreReplySource(gossip: gossip, board: board)
+        let now = t0 + 60_000
+        let request = input(alice.request(Self.empty, at: now, to: bridgeID))
+        var answered = 0
+        for i in 0..<5 { answered += responder.receive(request, route: 7, from: &source, now: now + UInt64(i)).count }
+        #expect(answered == 2 && responder.counters.deferred == 3)
+        #expect(responder.nextDue == now + 5_000)
+        // A line arrives meanwhile: the deferred answer carries it.
+        gossip.record(alice.message("said while waiting", at: now + 1_000), now: now + 1_000)
+        let later = responder.due(from: &source, now: now + 5_000)
+        #expect(later.count == 1 && later[0].route == 7 && later[0].answer.frames.count == 22)
+        #expect(responder.due(from: &source, now: now + 9_999).isEmpty)
+        // Two more join the two still waiting; a fifth waiting is refused.
+        _ = responder.receive(request, route: 7, from: &source, now: now + 6_000)
+        _ = responder.receive(request, route: 7, from: &source, now: now + 6_001)
+        let refused = responder.receive(request, route: 7, from: &source, now: now + 6_002)
+        #expect(refused.first?.answer.refusal == .linkBusy && responder.counters.refused[.linkBusy] == 1)
+        // Another requester has turns of its own.
+        let bob = Phone(2)
+        let bobs = SyncRequestInput(packet: bob.request(Self.empty, at: now, to: bridgeID), linkPeers: [bob.id], pinnedKey: bob.key.publicKey)
+        #expect(responder.receive(bobs, route: 8, from: &source, now: now + 6_003).first?.answer.refusal == nil)
+        for step in 2...5 { #expect(responder.due(from: &source, now: now + UInt64(step) * 5_000).count == 1, "one per turn") }
+        #expect(responder.nextDue == nil)
     }
 
     @Test("an empty filter gets every announce and message (types absent); replies are the stored frames with TTL 0 + RSR")
@@ -163,6 +192,28 @@ struct ResponderTests {
 
 @Suite("SyncRequester: rounds every 30 s / 60 s, 1 s after a new direct peer, RSR window 30 s")
 struct RequesterTests {
+    @Test("requests to one peer are spaced as Android answers a link: 2 at once, then one per 5 s; what waits goes with the next")
+    func spacing() {
+        var requester = SyncRequester(start: t0)
+        let a = MeshPeerID(rawValue: 1)
+        // The initial union falls on the tick of the message and board rounds: three rounds for one peer at once.
+        requester.directPeerConnected(a, now: t0 + 29_000)
+        let now = requester.due(now: t0 + 30_000)
+        #expect(now == [SyncRound(peer: a, types: [.announce, .message, .board]), SyncRound(peer: a, types: .publicMessages)])
+        #expect(requester.nextWakeUp == t0 + 35_000, "the board round waits for the next turn")
+        #expect(requester.due(now: t0 + 34_999).isEmpty)
+        #expect(requester.due(now: t0 + 35_000) == [SyncRound(peer: a, types: .board)])
+        // A peer that comes and goes: its initial rounds never exceed the spacing.
+        var sent = 0
+        for i in 0..<20 {
+            let at = t0 + 40_000 + UInt64(i) * 1_000
+            requester.directPeerDisconnected(a)
+            requester.directPeerConnected(a, now: at)
+            sent += requester.due(now: at + 1_000).count
+        }
+        #expect(sent <= 2 + 20 / 5, "\(sent) requests in 20 s")
+    }
+
     @Test func schedule() {
         var requester = SyncRequester(start: t0)
         let a = MeshPeerID(rawValue: 1), b = MeshPeerID(rawValue: 2)
@@ -202,10 +253,11 @@ struct RequesterTests {
         let gossip = MemoryGossipStore()
         let board = MemoryBoardStore()
         let alice = Phone(1)
+        gossip.record(alice.announce(at: t0 + 999), now: t0 + 1000)
         for i in 0..<400 { gossip.record(alice.message("m\(i)", at: t0 + UInt64(i)), now: t0 + 1000) }
         let request = SyncRequester.payload(types: .publicMessages, gossip: gossip, board: board, now: t0 + 1000)
         #expect(request.m == 355 * 128)
-        #expect(request.sinceTimestamp == t0 + 45, "the 355 newest are covered")
+        #expect(request.sinceTimestamp == t0 + 46, "the 355 newest are covered: the announce and 354 messages")
         #expect(request.types == SyncTypes.publicMessages.rawValue)
         #expect(request.data.count <= 400)
     }

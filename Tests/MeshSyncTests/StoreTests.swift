@@ -8,17 +8,46 @@ struct StoreTests {
     func messages() {
         let store = MemoryGossipStore()
         let alice = Phone(1)
+        #expect(store.record(alice.message("hi", at: t0), now: t0) == .noAnnounce, "a message is kept only with its sender's announce")
+        #expect(store.record(alice.announce(at: t0), now: t0) == .stored)
         #expect(store.record(alice.message("hi", at: t0), now: t0) == .stored)
         #expect(store.record(alice.message("hi", at: t0), now: t0) == .duplicate)
         #expect(store.record(alice.message("dm", at: t0, recipient: bridgeID), now: t0) == .directed)
         #expect(store.record(alice.message("bcast", at: t0 + 1, recipient: .broadcast), now: t0) == .stored)
         #expect(store.record(alice.message("old", at: t0 - 6 * 3_600_000 - 1), now: t0) == .stale)
-        #expect(store.packets(.message, now: t0 + 6 * 3_600_000).count == 2)
-        #expect(store.packets(.message, now: t0 + 6 * 3_600_000 + 1).count == 1, "the first is past 6 h")
-        for i in 0..<1000 { store.record(alice.message("m\(i)", at: t0 + 10 + UInt64(i)), now: t0 + 2000) }
-        let held = store.packets(.message, now: t0 + 2000)
+        // Alice is still around (she announces as phones do, here every 5 min): her messages stay for their 6 h.
+        let later = t0 + 6 * 3_600_000
+        for step in UInt64(1)...72 { #expect(store.record(alice.announce(at: t0 + step * 300_000 - 1_000), now: t0 + step * 300_000 - 1_000) == .stored) }
+        #expect(store.packets(.message, now: later).count == 2)
+        #expect(store.packets(.message, now: later + 1).count == 1, "the first is past 6 h")
+        for i in 0..<1000 { store.record(alice.message("m\(i)", at: later + 10 + UInt64(i)), now: later + 2000) }
+        let held = store.packets(.message, now: later + 2000)
         #expect(held.count == 1000)
         #expect(held.first.map { String(decoding: $0.packet.payload, as: UTF8.self) } == "m0")
+    }
+
+    @Test("a sender's messages go with its announce: served 10 min after it once she spoke, then both are gone; a flood of silent identities takes no speaker's announce")
+    func messagesTravelWithTheirAnnounce() {
+        var store = GossipStoreCore()
+        var changes: [SyncStoreChange] = []
+        let alice = Phone(1)
+        #expect(store.record(alice.announce(at: t0), now: t0, changes: &changes) == .stored)
+        #expect(store.record(alice.message("bye all", at: t0 + 5_000), now: t0 + 5_000, changes: &changes) == .stored)
+        // She left: her announce (and with it her line) is served for 10 minutes, not the 60 s of a silent one.
+        #expect(store.packets(.announce, now: t0 + 600_000).count == 1 && store.packets(.message, now: t0 + 600_000).count == 1)
+        #expect(store.packets(.announce, now: t0 + 600_001).isEmpty && store.packets(.message, now: t0 + 600_001).isEmpty,
+                "never a message without its announce")
+        changes = []
+        store.prune(now: t0 + 600_001, changes: &changes)
+        #expect(changes.count == 2 && store.count(.message) == 0 && store.count(.announce) == 0)
+        // A speaker's announce survives a flood that fills the table: silent identities give way to each other.
+        #expect(store.record(alice.announce(at: t0 + 700_000), now: t0 + 700_000, changes: &changes) == .stored)
+        #expect(store.record(alice.message("back again", at: t0 + 700_001), now: t0 + 700_001, changes: &changes) == .stored)
+        for i in 0..<(GossipStoreCore.Limits.announceCapacity + 50) {
+            _ = store.record(Phone(UInt8(truncatingIfNeeded: i), seed: UInt32(i + 1000)).announce(at: t0 + 700_002), now: t0 + 700_002, changes: &changes)
+        }
+        #expect(store.count(.announce) == GossipStoreCore.Limits.announceCapacity)
+        #expect(store.packets(.message, now: t0 + 700_002).count == 1, "alice's announce and line survived the flood")
     }
 
     @Test("announces: the latest per peer, held ≤ 60 s; fragments 15 min")

@@ -39,7 +39,12 @@ struct EngineSyncTests {
         let request = try MeshPacket.decode(frame)
         #expect(request.type == .requestSync && request.ttl == 0 && request.recipient == phone.id)
         #expect(request.verifySignature(h.engine.identity.signingKey.publicKey).isValid)
-        #expect(try RequestSyncPayload.decode(request.payload) == payload)
+        // The owner's filter, with the engine's own latest announce put in (the owner built it before knowing of it).
+        let decoded = try RequestSyncPayload.decode(request.payload)
+        #expect(decoded.types == payload.types && decoded.p == payload.p)
+        let ours = try #require(h.engine.lastAnnounce)
+        #expect(GCSFilter.Membership(decoded).mightContain(h64: GCSFilter.h64(MeshMessageIdentity.packetID(ours))))
+        #expect(decoded == payload.covering(MeshMessageIdentity.packetID(ours)))
     }
 
     @Test("RSR frames: taken (whatever their age) within 30 s of a round to the link's peer, dropped otherwise")

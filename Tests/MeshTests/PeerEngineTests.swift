@@ -10,9 +10,10 @@ struct EngineHarness {
     var now = start
     let link = MeshLinkID(1)
 
-    init(identity: MeshIdentity = makeIdentity("bridge")) {
+    /// Link 1 up as `kind` (a BLE link unless said otherwise).
+    init(identity: MeshIdentity = makeIdentity("bridge"), kind: MeshLinkKind = .point) {
         engine = MeshPeerEngine(identity: identity)
-        _ = engine.handle(.linkUp(link, mtu: 512), now: now, random: &random)
+        _ = engine.handle(.linkUp(link, mtu: 512, kind: kind), now: now, random: &random)
     }
 
     mutating func feed(_ frame: [UInt8], on link: MeshLinkID? = nil) -> [MeshAction] {

@@ -15,7 +15,7 @@ struct SharedSegmentTests {
         var configuration = MeshPeerEngine.Configuration()
         configuration.sync = SyncRequester.Configuration()
         h.engine = MeshPeerEngine(identity: makeIdentity("bridge"), configuration: configuration)
-        _ = h.engine.handle(.linkUp(h.link, mtu: 512), now: h.now, random: &h.random)
+        _ = h.engine.handle(.linkUp(h.link, mtu: 512, kind: .shared), now: h.now, random: &h.random)
         return h
     }
 
@@ -48,6 +48,7 @@ struct SharedSegmentTests {
         // The bridge's responder (the real one, with a store holding one message) answers both phones.
         let store = MemoryGossipStore()
         let author = Phone()
+        store.record(try SyncPacket(MeshPacket.decode(author.announce(at: h.now))), now: h.now)
         store.record(try SyncPacket(MeshPacket.decode(author.message("held for late phones", at: h.now))), now: h.now)
         var responder = SyncResponder()
         for phone in [early, late] {
@@ -55,7 +56,7 @@ struct SharedSegmentTests {
             let (link, input) = try #require(Self.requests(actions).first)
             #expect(link == h.link && input.linkPeers == [early.id, late.id])
             let answer = responder.answer(input, gossip: store, board: MemoryBoardStore(), now: h.now + 2_000)
-            #expect(answer.refusal == nil && answer.frames.count == 1, "\(phone.id): \(String(describing: answer.refusal))")
+            #expect(answer.refusal == nil && answer.frames.count == 2, "\(phone.id): \(String(describing: answer.refusal))")
         }
         // A signed request from a verified peer that is not direct on this link is still refused (check 2).
         let elsewhere = Phone()
@@ -82,9 +83,10 @@ struct SharedSegmentTests {
 
     @Test("split horizon per link: a frame is never sent back where all its direct peers heard it, and still reaches a link with a peer who did not")
     func splitHorizonPerLink() throws {
-        var h = EngineHarness()
+        var h = EngineHarness(kind: .shared)
         let segment = h.link, ble = MeshLinkID(2), otherSegment = MeshLinkID(3)
-        for link in [ble, otherSegment] { _ = h.engine.handle(.linkUp(link, mtu: 512), now: h.now, random: &h.random) }
+        _ = h.engine.handle(.linkUp(ble, mtu: 512), now: h.now, random: &h.random)
+        _ = h.engine.handle(.linkUp(otherSegment, mtu: 512, kind: .shared), now: h.now, random: &h.random)
         let p = Phone(), q = Phone(), r = Phone()
         // P and Q share the segment; P is also connected over BLE (link 2); P and R share the other segment.
         _ = h.feed(try p.announce(at: h.now), on: segment)

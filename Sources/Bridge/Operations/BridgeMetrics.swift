@@ -53,6 +53,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case meshPeers = "bitchat_bridge_mesh_peers"
     case meshPeerEvents = "bitchat_bridge_mesh_peer_events_total"
     case meshPins = "bitchat_bridge_mesh_pins_total"
+    case meshLinkBindings = "bitchat_bridge_mesh_link_bindings_total"
     case meshPacketsReceived = "bitchat_bridge_mesh_packets_received_total"
     case meshPacketsOriginated = "bitchat_bridge_mesh_packets_originated_total"
     case meshIngressDropped = "bitchat_bridge_mesh_ingress_dropped_total"
@@ -128,7 +129,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .queueDepth, .queueDropped: ["queue"]
         case .meshTransportDropped: ["direction", "reason"]
         case .meshLinkDropped: ["link", "direction", "reason"]
-        case .meshPeerEvents, .meshPins, .meshFragments, .meshTransmit: ["event"]
+        case .meshPeerEvents, .meshPins, .meshLinkBindings, .meshFragments, .meshTransmit: ["event"]
         case .meshPacketsReceived, .meshPacketsOriginated: ["type"]
         case .meshIngressDropped, .meshVerificationFailed, .meshCarriersRejected, .meshNodeDropped: ["reason"]
         case .meshDecodeRejected: ["stage", "reason"]
@@ -182,6 +183,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .meshPeers: "Mesh peers currently known (announced, not expired)."
         case .meshPeerEvents: "Peer table changes, by event (added, promoted, lost_*)."
         case .meshPins: "Pins kept beyond the live table, by event (verified_by_pin, refused, book_full, forgotten)."
+        case .meshLinkBindings: "Direct announces' claims on the bridge's links, by event (bound, rebound, refused_cooldown, refused_bound_elsewhere, refused_full)."
         case .meshPacketsReceived: "Mesh packets processed, by type (after the ingress gate and dedup)."
         case .meshPacketsOriginated: "Mesh packets the bridge originated, by type."
         case .meshIngressDropped: "Frames dropped at the engine's ingress gate, by reason."
@@ -200,7 +202,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .blockedKeys: "Keys on the block list in force."
         case .moderationLogRecords: "Records in the moderation log."
         case .storeFailures: "Failed writes or reads of the bridge database, by store (the bridging goes on)."
-        case .syncRequests: "REQUEST_SYNCs from mesh peers: answered, or the check that refused them."
+        case .syncRequests: "REQUEST_SYNCs from mesh peers: answered (deferred: waited for their link's turn first), or the check that refused them."
         case .syncReplies: "Stored packets a sync request asked for: sent, covered by its filter, or withheld by the airtime budget."
         case .syncReplyBytes: "Bytes of sync replies sent (what the airtime budget counts)."
         case .boardPackets: "Board posts and tombstones received, by store outcome (only accepted ones are relayed)."
@@ -423,6 +425,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         ]
         syncRequests = bridge.sync.refused.byLabel
         syncRequests["answered"] = bridge.sync.answered
+        syncRequests["deferred"] = bridge.sync.deferred
         syncReplies = bridge.sync.replies.byLabel
         syncReplyBytes = bridge.sync.replyBytes
         boardPackets = bridge.boardPackets.byLabel
@@ -509,6 +512,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.add(.meshPeers, meshPeers)
         w.addTally(.meshPeerEvents, mesh.peers)
         w.addTally(.meshPins, mesh.pins)
+        w.addTally(.meshLinkBindings, mesh.links)
         w.addTally(.meshPacketsReceived, mesh.received)
         w.addTally(.meshPacketsOriginated, mesh.originated)
         w.addTally(.meshIngressDropped, mesh.ingress)

@@ -48,18 +48,19 @@ extension BridgeMachine {
             return []
         case .syncRequest(let link, let input):
             guard var responder else { return [] }
-            let answer = responder.answer(input, from: &sync, now: nowMs)
+            let answers = responder.receive(input, route: link.rawValue, from: &sync, now: nowMs)
             self.responder = responder
-            let line = LogLine(.debug, "sync request", [
-                ("mesh.peer", .string(answer.recipient.hex)), ("sync.outcome", .string(answer.refusal?.rawValue ?? "answered")),
-                ("sync.replies", .integer(Int64(answer.frames.count))), ("sync.withheld", .integer(Int64(answer.withheld))),
-            ])
-            return [.log(line)] + (answer.frames.isEmpty ? [] : [.mesh(.sendSyncReplies(link: link, frames: answer.frames))])
+            if answers.isEmpty {
+                return [.log(LogLine(.debug, "sync request", [("mesh.peer", .string(input.packet.sender.hex)), ("sync.outcome", .string("deferred"))]))]
+            }
+            return sent(answers)
         case .syncRoundDue(let round):
             guard responder != nil else { return [] }
             return [.mesh(.sendSyncRequest(peer: round.peer, payload: SyncRequester.payload(types: round.types, from: sync, now: nowMs)))]
         case .syncStore(let packet):
             return keepForSync(packet, now: nowMs)
+        case .originated(let packet):
+            return keepOwn(packet, now: nowMs)
         case .boardPacket(let packet, let link):
             return boardPacket(packet, from: link, now: now)
         case .transmit, .pinRefused, .boardHeard:
@@ -67,6 +68,26 @@ extension BridgeMachine {
             // packets arrive as `.boardPacket`.
             return []
         }
+    }
+
+    /// Sync answers onto their links, each logged.
+    func sent(_ answers: [SyncResponder.RoutedAnswer]) -> [Action] {
+        answers.flatMap { routed -> [Action] in
+            let answer = routed.answer
+            let line = LogLine(.debug, "sync request", [
+                ("mesh.peer", .string(answer.recipient.hex)), ("sync.outcome", .string(answer.refusal?.rawValue ?? "answered")),
+                ("sync.replies", .integer(Int64(answer.frames.count))), ("sync.withheld", .integer(Int64(answer.withheld))),
+            ])
+            return [.log(line)] + (answer.frames.isEmpty ? [] : [.mesh(.sendSyncReplies(link: MeshLinkID(routed.route), frames: answer.frames))])
+        }
+    }
+
+    /// Requests whose link's turn has come (``SyncResponder/Pacing``).
+    mutating func dueSyncAnswers(now: Double) -> [Action] {
+        guard var responder, let due = responder.nextDue, due <= Self.ms(now) else { return [] }
+        let answers = responder.due(from: &sync, now: Self.ms(now))
+        self.responder = responder
+        return sent(answers)
     }
 
     /// Hands a changed set of island bridges to the router (which may take over downlinks of a bridge that left)
@@ -97,6 +118,18 @@ extension BridgeMachine {
             actions.append(.log(LogLine(.debug, "kept for sync", [("sync.kind", .string(kind.rawValue)), ("packet.id", .string(Hex.encode(stored.id)))])))
         }
         return actions
+    }
+
+    /// A packet the bridge sent that phones keep (its announce, a persona's announce or line): kept for sync, so the
+    /// bridge's REQUEST_SYNC filter covers it and no phone sends it back (APP-BEHAVIOUR §2). A persona's packets are
+    /// kept as they are made (``broadcast(_:id:now:)``), its ``MeshAction/originated(_:)`` is then a duplicate. The
+    /// bridge's own announce is kept in memory only: a new one goes out every 15 s and at every start, and one per
+    /// newcomer (hundreds a second under an announce flood) is not worth a write.
+    mutating func keepOwn(_ packet: MeshPacket, now: UInt64) -> [Action] {
+        guard responder != nil, let stored = try? SyncPacket(packet) else { return [] }
+        let (outcome, changes) = sync.record(stored, now: now)
+        if outcome == .stored, let kind = SyncStoreKind(type: packet.type) { counters.syncStored.add(kind) }
+        return changes.isEmpty || packet.sender == ownPeerID ? [] : [.syncChanges(changes)]
     }
 
     /// A board packet heard on the mesh: a verified post is judged like a message first (issue 17) — a hidden one

@@ -42,6 +42,8 @@ public struct BridgeMachine {
         public var seed: UInt64
         /// The courier gateway (issue 24); nil = off.
         public var courier: CourierGateway.Configuration?
+        /// The bridge's own nickname on the mesh (no persona takes it).
+        public var nickname = "bridge"
 
         public init(
             keys: BridgeKeys, powBits: Int = 0, fleet: FleetSettings? = nil, sync: SyncResponder.Configuration? = nil,
@@ -278,7 +280,7 @@ public struct BridgeMachine {
             let actions = perform(router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
             let courierActions = (courierDeadline(now: now).map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
-            return actions + refreshPriorityAuthors(now: now) + courierActions
+            return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now)
         }
     }
 
@@ -290,6 +292,7 @@ public struct BridgeMachine {
         if priorityDirty { next = min(next, refresh) }
         if let established = router.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
         if let courier = courierDeadline(now: now) { next = min(next, courier) }
+        if let answers = responder?.nextDue { next = min(next, Double(answers) / 1_000) }
         return next
     }
 
@@ -442,13 +445,19 @@ public struct BridgeMachine {
         case .text(let text, let author, let name):
             do {
                 var actions: [Action] = []
-                let (persona, announce) = try personas.persona(author: author, name: name, now: now)
-                if announce {
-                    actions.append(.mesh(.originateSigned(try PersonaBook.announce(persona, at: nowMs))))
+                let own = configuration.nickname
+                let turn = try personas.turn(author: author, name: name, now: now) { [peers] in $0 == own || peers.uses(nickname: $0) }
+                let persona = turn.persona
+                if turn.announce {
+                    let announce = try PersonaBook.announce(persona, at: nowMs)
+                    actions += keepOwn(announce, now: nowMs) + [.mesh(.originateSigned(announce, ttl: PersonaBook.Limits.ttl))]
                     personas.announced(persona, now: now)
                 }
-                actions.append(.mesh(.originateSigned(try PersonaBook.message(persona, text: text, at: nowMs))))
-                actions.append(.log(LogLine(.info, "mirrored to mesh", [("event.id", .string(id.hex)), ("mesh.persona", .string(persona.peerID.hex))])))
+                let line = try PersonaBook.message(persona, text: text, at: nowMs)
+                actions += keepOwn(line, now: nowMs) + [.mesh(.originateSigned(line, ttl: PersonaBook.Limits.ttl, delayMs: turn.lineDelayMs))]
+                actions.append(.log(LogLine(.info, "mirrored to mesh", [
+                    ("event.id", .string(id.hex)), ("mesh.persona", .string(persona.peerID.hex)), ("mesh.nickname", .string(persona.nickname)),
+                ])))
                 return actions
             } catch {
                 return [.log(LogLine(.warning, "mirror to mesh failed: persona keys", [("event.id", .string(id.hex)), ("error", .string("\(error)"))]))]

@@ -13,8 +13,23 @@ public struct MeshPeers: Sendable {
     public private(set) var signingKeys: [MeshPeerID: [UInt8]] = [:]
     public private(set) var gateways: Set<MeshPeerID> = []
     public private(set) var rendezvous: Set<MeshPeerID> = []
+    /// Each peer's nickname, and how many peers use each (a persona's nickname must be no one else's).
+    private var nicknames: [MeshPeerID: String] = [:]
+    private var nicknameUses: [String: Int] = [:]
 
     public init() {}
+
+    /// Whether a verified peer announces `nickname`.
+    public func uses(nickname: String) -> Bool { nicknameUses[nickname] != nil }
+
+    private mutating func setNickname(_ nickname: String?, of id: MeshPeerID) {
+        if let old = nicknames[id] {
+            nicknameUses[old, default: 1] -= 1
+            if nicknameUses[old] == 0 { nicknameUses[old] = nil }
+        }
+        nicknames[id] = nickname
+        if let nickname { nicknameUses[nickname, default: 0] += 1 }
+    }
 
     public var count: Int { noiseKeys.count }
 
@@ -23,6 +38,7 @@ public struct MeshPeers: Sendable {
     public mutating func verified(_ peer: MeshPeer) -> Bool {
         noiseKeys[peer.id] = peer.noisePublicKey
         signingKeys[peer.id] = peer.signingPublicKey.rawRepresentation
+        setNickname(peer.nickname, of: peer.id)
         let capabilities = peer.capabilities ?? []
         return setIsland(
             gateways: capabilities.contains(.gateway) ? gateways.union([peer.id]) : gateways.subtracting([peer.id]),
@@ -33,6 +49,7 @@ public struct MeshPeers: Sendable {
     public mutating func lost(_ id: MeshPeerID) -> Bool {
         noiseKeys[id] = nil
         signingKeys[id] = nil
+        setNickname(nil, of: id)
         return setIsland(gateways: gateways.subtracting([id]), rendezvous: rendezvous.subtracting([id]))
     }
 
@@ -40,6 +57,9 @@ public struct MeshPeers: Sendable {
     public mutating func resync(_ peers: [MeshPeer]) -> Bool {
         noiseKeys = Dictionary(peers.map { ($0.id, $0.noisePublicKey) }, uniquingKeysWith: { $1 })
         signingKeys = Dictionary(peers.map { ($0.id, $0.signingPublicKey.rawRepresentation) }, uniquingKeysWith: { $1 })
+        nicknames = [:]
+        nicknameUses = [:]
+        for peer in peers { setNickname(peer.nickname, of: peer.id) }
         return setIsland(
             gateways: Set(peers.filter { ($0.capabilities ?? []).contains(.gateway) }.map(\.id)),
             rendezvous: Set(peers.filter { ($0.capabilities ?? []).contains(.bridge) }.map(\.id)))
