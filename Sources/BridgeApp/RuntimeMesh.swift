@@ -27,7 +27,8 @@ enum RuntimeMesh {
         capabilities.insert(.board)
         let identity = MeshIdentity(
             noisePublicKey: keys.noiseKey.publicKey, signingKey: keys.signingKey, nickname: config.nickname,
-            capabilities: capabilities, bridgeGeohash: config.rendezvousCell?.string)
+            // TLV 0x06 goes with the bridge capability only (MESH-WIRE §4.7.3; it was sent with the rendezvous role off).
+            capabilities: capabilities, bridgeGeohash: config.rendezvous ? config.rendezvousCell?.string : nil)
         var configuration = MeshPeerEngine.Configuration()
         // The bridge relays a public message only once its judgement passed it (SPAM-FILTER §1).
         configuration.gatePublicRelays = true

@@ -22,16 +22,19 @@ public enum TestEnvironment {
     }
 
     /// The `bitchat-bridge` executable built next to the test bundle (`swift build --build-tests` builds it).
-    public static var bridgeExecutable: String {
+    public static var bridgeExecutable: String { executable("bitchat-bridge") }
+
+    /// An executable of this package built next to the test bundle (`bitchat-bridge`, the `AppPhone` test tool).
+    public static func executable(_ name: String) -> String {
         let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = testBinary.deletingLastPathComponent()
         // On Linux the test binary is `<build>/debug/<Package>PackageTests.xctest`; the executable is beside it.
         while !directory.path.isEmpty, directory.path != "/" {
-            let candidate = directory.appendingPathComponent("bitchat-bridge").path
+            let candidate = directory.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             directory = directory.deletingLastPathComponent()
         }
-        return ".build/debug/bitchat-bridge"
+        return ".build/debug/" + name
     }
 
     /// `$BRIDGE_TEST_ARTEFACTS`, or `test-artefacts/` at the root of this checkout (gitignored): where tests keep

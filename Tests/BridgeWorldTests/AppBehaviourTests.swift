@@ -6,6 +6,7 @@ import BridgeCore
 import BridgeTesting
 import Geohash
 import Mesh
+import MeshRuntime
 import Nostr
 import Testing
 
@@ -95,6 +96,31 @@ struct AppBehaviourTests {
         #expect(own.count == 21, "the bridge and 20 personas: \(own.count)")
         let echoes = model.report.replies.filter { $0.requester == bridgeID && own.contains($0.sender) }
         #expect(echoes.isEmpty, "the phone sent back \(echoes.count) of the bridge's own packets")
+        // The iPhone asks five times at once every other round: the bridge answered two at once and paced the rest.
+        let metrics = try await bridge.metrics()
+        #expect(metrics.total("bitchat_bridge_sync_requests_total") { $0["outcome"] == "deferred" } >= 3)
+        #expect(metrics.total("bitchat_bridge_sync_requests_total") { $0["outcome"] == "link_busy" } == 0)
+        #expect(metrics.total("bitchat_bridge_mesh_link_bindings_total") { $0["event"] == "bound" } == 1)
+        await site.stop()
+    }
+
+    @Test("the bridge advertises only what it implements: gateway, bridge (with its cell) and board; not the courier acks of iOS PR #1438")
+    func advertisesWhatItImplements() async throws {
+        let site = Site(name: "caps")
+        let relay = try site.relay()
+        let air = site.segment()
+        let both = try await site.bridge("both", relays: [relay], segments: [air])
+        let gatewayOnly = try await site.bridge("gateway", relays: [relay], segments: [air], settings: ["BRIDGE_RENDEZVOUS": "off"])
+        let phone = await site.phone("phone", on: [air])
+        let cases: [(TestBridge, PeerCapabilities)] = [(both, [.gateway, .bridge, .board]), (gatewayOnly, [.gateway, .board])]
+        for (bridge, expected) in cases {
+            let id = await bridge.peerID
+            #expect(await phone.knows(id))
+            let peer = await phone.node.peers[id]
+            let names = peer?.capabilities?.names ?? []
+            #expect(peer?.capabilities == expected, "\(bridge.name): \(names)")
+            #expect((peer?.bridgeGeohash != nil) == expected.contains(.bridge))
+        }
         await site.stop()
     }
 
