@@ -321,7 +321,6 @@ extension MeshPeerEngine {
         {
             announcedBackAt[packet.sender] = now + Limits.announceBackWindowMs
             if announcedBackAt.count > Limits.maxPeers { announcedBackAt = announcedBackAt.filter { $0.value > now } }
-            keepOwn(ours, into: &actions)
             transmit(ours, to: Array(links.keys).sorted(), delay: 0, into: &actions)
         }
         return .verified

@@ -7,9 +7,10 @@ import BotSupport
 /// epoch) and randomness are passed in with every input. No I/O, no clock, no threads.
 ///
 /// Policies (MESH-WIRE §4.7, §7):
-/// - Ingress: decode (padding-tolerant) → own echo dropped → RSR frames dropped (we never request sync) →
-///   |timestamp − now| ≤ 120 s → first TTL-7 announce binds an unbound link → dedup (§7.3, ``DedupSet``:
-///   300 s, in pools, so junk cannot flush what verified).
+/// - Ingress: decode (padding-tolerant) → own echo dropped → RSR frames taken only within the window of our
+///   request → |timestamp − now| ≤ 120 s → dedup (§7.3, ``DedupSet``: 300 s, in pools, so junk cannot flush what
+///   verified). A verified TTL-7 announce claims its link as the apps bind links (``LinkBindings``: one identity
+///   on a BLE link, up to 32 on a radio hub's segment).
 /// - Announces verify when SHA-256(noise key)[0..8] == sender, the signature holds under the announced key,
 ///   and keys match any pinned for that peer ID (TOFU, live table and ``PinBook``: a pin outlives silence, and
 ///   restarts when the owner loads its cache). Messages, leaves and deposits verify against the peer's key,
@@ -234,9 +235,8 @@ public struct MeshPeerEngine {
         originate(packet, sign: false, ttl: min(ttl, MeshPacket.Limits.originTTL), delayMs: delayMs, into: &actions)
     }
 
-    /// A signed REQUEST_SYNC (TTL 0) to `peer` on every link where it is a direct peer. Our latest announce is put in
-    /// its filter: the owner built the filter from its store when the round was due, and an announce we sent since
-    /// (the owner learns of it only when it gets to our ``MeshAction/originated(_:)``) would come back from the phone.
+    /// A signed REQUEST_SYNC (TTL 0) to `peer` on every link where it is a direct peer, with our latest announce put in
+    /// its filter: the phone keeps it, and the owner's stores do not hold our announces.
     mutating func sendSyncRequest(to peer: MeshPeerID, _ payload: RequestSyncPayload, now: UInt64, into actions: inout [MeshAction]) {
         let targets = bindings.links(of: peer).sorted()
         var payload = payload
@@ -299,17 +299,18 @@ public struct MeshPeerEngine {
 
     /// What phones store of what we send goes to our own sync store too (``MeshAction/originated(_:)``): iOS keeps
     /// its own sends (`onPublicPacketSeen` after `sendMessage`/`sendAnnounceNow`), so its REQUEST_SYNC filter covers
-    /// them — a filter that lacks them has every phone send them all back in every round (APP-BEHAVIOUR §2).
+    /// them — a filter that lacks them has every phone send them all back in every round (APP-BEHAVIOUR §2). Our own
+    /// announces are not reported (one goes out per newcomer, hundreds a second under an announce flood): the latest is
+    /// put in every request's filter as it leaves (``sendSyncRequest(to:_:now:into:)``).
     mutating func keepOwn(_ packet: MeshPacket, into actions: inout [MeshAction]) {
         guard syncRequester != nil, packet.isBroadcast, packet.type == .announce || packet.type == .message else { return }
         actions.append(.originated(packet))
     }
 
-    /// Our announce on `targets`, kept for sync; false when it could not be made.
+    /// Our announce on `targets`; false when it could not be made.
     @discardableResult
     mutating func announce(now: UInt64, to targets: [MeshLinkID], into actions: inout [MeshAction]) -> Bool {
         guard let announce = makeAnnounce(now: now) else { return false }
-        keepOwn(announce, into: &actions)
         transmit(announce, to: targets, delay: 0, into: &actions)
         return true
     }

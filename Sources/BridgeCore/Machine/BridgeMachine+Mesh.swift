@@ -120,16 +120,15 @@ extension BridgeMachine {
         return actions
     }
 
-    /// A packet the bridge sent that phones keep (its announce, a persona's announce or line): kept for sync, so the
-    /// bridge's REQUEST_SYNC filter covers it and no phone sends it back (APP-BEHAVIOUR §2). A persona's packets are
-    /// kept as they are made (``broadcast(_:id:now:)``), its ``MeshAction/originated(_:)`` is then a duplicate. The
-    /// bridge's own announce is kept in memory only: a new one goes out every 15 s and at every start, and one per
-    /// newcomer (hundreds a second under an announce flood) is not worth a write.
+    /// A packet the bridge sent that phones keep (a persona's announce or line): kept for sync, so the bridge's
+    /// REQUEST_SYNC filter covers it and no phone sends it back (APP-BEHAVIOUR §2). A persona's packets are kept as they
+    /// are made (``broadcast(_:id:now:)``, before the node sends them): its ``MeshAction/originated(_:)`` is then a
+    /// duplicate. (The engine puts the bridge's own latest announce in every request's filter itself.)
     mutating func keepOwn(_ packet: MeshPacket, now: UInt64) -> [Action] {
         guard responder != nil, let stored = try? SyncPacket(packet) else { return [] }
         let (outcome, changes) = sync.record(stored, now: now)
         if outcome == .stored, let kind = SyncStoreKind(type: packet.type) { counters.syncStored.add(kind) }
-        return changes.isEmpty || packet.sender == ownPeerID ? [] : [.syncChanges(changes)]
+        return changes.isEmpty ? [] : [.syncChanges(changes)]
     }
 
     /// A board packet heard on the mesh: a verified post is judged like a message first (issue 17) — a hidden one
