@@ -24,10 +24,11 @@ struct LatePhoneDifferentialTests {
         return (status, process.transcript)
     }
 
-    /// The bridge's stores filled from the phones' originals, each verified first as the engine would.
-    static func bridge(from originals: String, directory: String) throws -> SQLiteSyncStore {
+    /// The bridge's stores filled from the phones' originals (their senders' announces first: a message is kept only
+    /// with its sender's announce), each verified first as the engine would.
+    static func bridge(from originals: [String], directory: String) throws -> SQLiteSyncStore {
         let store = try SQLiteSyncStore(database: SQLiteDatabase(path: directory + "/bridge.sqlite"), now: now)
-        for line in try String(contentsOfFile: originals, encoding: .utf8).split(separator: "\n") {
+        for line in try originals.flatMap({ try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n") }) {
             let json = try JSONParser().parse(String(line))
             let packet = try MeshPacket.decode(Hex.decode(json["frame"]?.stringValue ?? ""))
             let stored = try SyncPacket(packet)
@@ -88,12 +89,15 @@ struct LatePhoneDifferentialTests {
             "generate", "--seed", "17", "--now", String(Self.now), "--messages", "400", "--posts", "20", "--out", originals,
         ])
         try #require(status == 0, "\(transcript)")
+        let announces = directory + "/announces.jsonl"
+        let (announced, announceTranscript) = try await Self.python(["announces", "--seed", "17", "--now", String(Self.now - 1_000), "--out", announces])
+        try #require(announced == 0, "\(announceTranscript)")
         // Stored, then the bridge restarts (kill -9 equivalent: the file is all that is left) before answering.
-        _ = try Self.bridge(from: originals, directory: directory)
+        _ = try Self.bridge(from: [announces, originals], directory: directory)
         let store = try SQLiteSyncStore(database: SQLiteDatabase(path: directory + "/bridge.sqlite"), now: Self.now + 1_000)
-        #expect(store.counters.restored == 420)
+        #expect(store.counters.restored == 425)
         let union = try await Self.run(types: "union", holds: nil, directory: directory, store: store, originals: originals)
-        #expect(union.contains("\"received\": 420"), "\(union)")
+        #expect(union.contains("\"received\": 425"), "\(union)")
         // 380 held of 400: the filter caps at 355 with `since`; only what is missing and uncovered comes.
         let messages = try await Self.run(types: "messages", holds: 380, directory: directory, store: store, originals: originals)
         #expect(messages.contains("\"ok\": true"), "\(messages)")

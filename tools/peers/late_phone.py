@@ -341,6 +341,18 @@ def generate(args):
     print(json.dumps({"generated": len(lines)}))
 
 
+def announces(args):
+    """Each original sender's announce at --now (the phones were still around): a responder keeps a message only
+    with its sender's announce (APP-BEHAVIOUR §3), so a store filled from the originals takes these first."""
+    with open(args["out"], "w") as f:
+        for i in range(5):
+            key = key_from(args["seed"], i)
+            frame = announce(key, b"early%d" % i, args["now"])
+            f.write(json.dumps(dict(kind="announce", frame=frame.hex(), signingKey=key.public_key().public_bytes_raw().hex(),
+                                    id=packet_id(decode(frame)).hex())) + "\n")
+    print(json.dumps({"announces": 5}))
+
+
 def request(args):
     types = {"union": UNION, "messages": {0x01, 0x02}, "board": {0x23}}[args["types"]]
     held = load(args["holds"])
@@ -623,6 +635,8 @@ def main(argv):
         args[k] = int(v) if k in ("seed", "now", "messages", "posts", "span", "hub", "seconds", "lifetime") else v
     if cmd == "generate":
         generate(args)
+    elif cmd == "announces":
+        announces(args)
     elif cmd == "request":
         request(args)
     elif cmd == "receive":
