@@ -57,7 +57,7 @@ extension AppPhoneModel {
         // `BLEAnnouncePreflightPolicy.evaluate`: decodes, the ID is the Noise key's, not ours, not older than 900 s.
         guard let payload = try? AnnouncePayload.decode(packet.payload), MeshPeerID(noisePublicKey: payload.noisePublicKey) == sender,
               sender != peerID, packet.timestamp + Rules.iOSAnnounceMaxAgeMs >= now
-        else { return drop(.announceRejected) }
+        else { return drop(.announceRejected, packet) }
         // Announce-back once per sender per dedup lifetime (forced `sendAnnounce`), verified or not.
         if now >= announcedBack[sender] ?? 0 {
             announcedBack[sender] = now + Rules.iOSDedupMs
@@ -72,7 +72,7 @@ extension AppPhoneModel {
         else {
             // Unverified announces still reach the gossip store (`onPublicPacketSeen`), as iOS does.
             storeAnnounceIOS(packet, now: now)
-            return drop(.announceRejected)
+            return drop(.announceRejected, packet)
         }
         let boundToOther = owner(of: link).map { $0 != sender } ?? false
         let connected = links.values.contains(sender) || (direct && !boundToOther)
@@ -113,7 +113,7 @@ extension AppPhoneModel {
         guard packet.isBroadcast else { return }
         if packet.timestamp + Rules.iOSMessageMaxAgeMs < now { return drop(.staleMessage) }
         let keys = [peers[packet.sender]?.signingKey, remembered[packet.sender]].compactMap { $0 }
-        guard keys.contains(where: { packet.verifySignature($0).isValid }) else { return drop(.unverifiedMessage) }
+        guard keys.contains(where: { packet.verifySignature($0).isValid }) else { return drop(.unverifiedMessage, packet) }
         storeMessage(packet, now: now)
         var bucket = shownBuckets[packet.sender] ?? (Rules.iOSShownBurst, now)
         bucket.tokens = min(Rules.iOSShownBurst, bucket.tokens + Double(now - bucket.at) / 1_000)
@@ -157,7 +157,7 @@ extension AppPhoneModel {
                   Self.distance(packet.timestamp, now) <= Rules.androidAnnounceSkewMs,
                   let signing = try? Ed25519PublicKey(rawRepresentation: payload.signingPublicKey), packet.verifySignature(signing).isValid,
                   peers[sender].map({ $0.noiseKey == payload.noisePublicKey && $0.signingKey == signing }) ?? true
-            else { return drop(.announceRejected) }
+            else { return drop(.announceRejected, packet) }
             seen[key] = now
             peers[sender] = Peer(nickname: payload.nickname, noiseKey: payload.noisePublicKey, signingKey: signing, lastSeen: now, connected: true)
             // `DirectLinkAnnouncementPolicy.observationFor` + `BluetoothConnectionTracker.observePeerIfCurrent`: TTL 7
@@ -171,7 +171,7 @@ extension AppPhoneModel {
             // `GossipSyncManager.onPublicPacketSeen`: the last accepted announce per sender, if ≤ 180 s old.
             if now <= packet.timestamp + Rules.androidAnnounceMaxAgeMs { store.announces[sender] = packet }
         case .message, .leave:
-            guard let signing = peers[sender]?.signingKey, packet.verifySignature(signing).isValid else { return drop(.unverifiedMessage) }
+            guard let signing = peers[sender]?.signingKey, packet.verifySignature(signing).isValid else { return drop(.unverifiedMessage, packet) }
             seen[key] = now
             peers[sender]?.lastSeen = now
             if packet.type == .leave { return remove(sender, reason: "leave") }
@@ -196,7 +196,12 @@ extension AppPhoneModel {
 
     // MARK: Shared
 
-    mutating func drop(_ reason: Drop) { report.drops.add(reason) }
+    mutating func drop(_ reason: Drop, _ packet: MeshPacket? = nil) {
+        report.drops.add(reason)
+        if let packet, report.dropped.count < Report.maxDropped {
+            report.dropped.append(Dropped(reason: reason, sender: packet.sender, type: packet.type, ttl: packet.ttl, timestamp: packet.timestamp))
+        }
+    }
 
     mutating func show(_ packet: MeshPacket, name: String) {
         let text = String(decoding: packet.payload, as: UTF8.self)

@@ -143,9 +143,22 @@ public struct AppPhoneModel: MeshMachine, Sendable {
         case unroutable
     }
 
+    /// A dropped packet, for a test's message when it should not have been.
+    public struct Dropped: Sendable, Equatable {
+        public var reason: Drop
+        public var sender: MeshPeerID
+        public var type: MessageType
+        public var ttl: UInt8
+        public var timestamp: UInt64
+    }
+
     /// Everything a test reads.
     public struct Report: Sendable {
+        /// ``dropped`` keeps the first this many.
+        public static let maxDropped = 64
         public var shown: [Shown] = []
+        /// The packets behind the first unverified-message and refused-announce drops.
+        public var dropped: [Dropped] = []
         public var events: [Event] = []
         public var drops = Tally<Drop>()
         public var replies: [Reply] = []

@@ -79,4 +79,7 @@ emit(.object([
     ("replies", .array(report.replies.map { .array([.string($0.requester.hex), .string($0.sender.hex), .integer(Int64($0.type.rawValue))]) })),
     ("owners", .object(final.links.sorted { $0.key < $1.key }.map { ($0.key.description, .string($0.value?.hex ?? "")) })),
     ("disconnected", .array(report.events.compactMap { if case .disconnected(let peer) = $0 { .string(peer.hex) } else { nil } })),
+    ("dropped", .array(report.dropped.map {
+        .string("\($0.reason.rawValue) \($0.type) from \($0.sender.hex) ttl \($0.ttl) ts \($0.timestamp)")
+    })),
 ]))

@@ -77,8 +77,11 @@ struct AppBehaviourEndToEndTests {
             #expect(phone.events("owner").allSatisfy { $0["peer"]?.stringValue == bridgeID }, "\(phone.app): no persona took the link")
             #expect(report["disconnected"] == .array([]), "\(phone.app): the bridge was never retired")
             let drops = report["drops"]
-            for reason in ["direct_sender_mismatch", "invalid_rsr", "unroutable", "unverified_message"] {
-                #expect(drops?[reason] == nil, "\(phone.app) dropped \(reason): \(String(describing: drops))")
+            // Not `unverified_message`: a process that stalls (a loaded test machine, as a busy phone) reads a persona's
+            // announce and the line 500 ms behind it in one go, and Android may then take the line first and drop it
+            // (the race the lead is for); its next sync round brings the line again — every line shown, below.
+            for reason in ["direct_sender_mismatch", "invalid_rsr", "unroutable"] {
+                #expect(drops?[reason] == nil, "\(phone.app) dropped \(reason): \(String(describing: drops)) \(String(describing: report["dropped"]))")
             }
             #expect((report["answered"]?[bridgeID]?.numberValue ?? 0) >= 2, "\(phone.app) answered the bridge's rounds: \(report)")
             // Every line shown once, under a name of its author's own (`sam@nostr` and `sam@nostr#xxxx`, `anon@nostr`).
