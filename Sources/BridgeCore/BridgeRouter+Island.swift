@@ -52,8 +52,13 @@ extension BridgeRouter {
     /// announces (each announces on start and every 15 s); all bridges on an island are assumed to serve
     /// the same channel levels (announces do not say which), and a bridge that dies silently loses the
     /// events it was chosen for until the peer table times it out.
+    ///
+    /// The island's budget is split the same way (issue 34): with n bridges heard on the island each paces 1/n of it
+    /// (``PacedBudget``), so together they put no more on the air than one phone gateway would; a bridge that leaves
+    /// gives its share back to the others at once (a silent one when the peer table times it out).
     public mutating func setIslandBridges(own: MeshPeerID, gateways: Set<MeshPeerID>, rendezvous: Set<MeshPeerID>, now: Double) {
         island = IslandBridges(own: own, gateways: gateways.subtracting([own]), rendezvous: rendezvous.subtracting([own]))
+        downlinks.setShare(1 / Double(1 + island.gateways.union(island.rendezvous).count), now: now)
         var kept: [Delegated] = []
         for var item in delegated where item.until > now {
             let present = switch item.lane {

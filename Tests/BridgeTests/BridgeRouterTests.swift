@@ -101,16 +101,28 @@ struct BridgeRouterTests {
         try! SchnorrSecretKey(bytes: [UInt8](repeating: 0, count: 30) + [UInt8(1 + i / 200), UInt8(i % 200 + 1)])
     }
 
-    @Test("gateway budget: 30 per minute, the excess waits; the queue bound drops a victim, counted")
+    /// What `router` broadcast from `from` to `until` (ticking every `step` s), with the times.
+    func broadcastTimes(_ r: inout BridgeRouter, from: Double, until: Double, step: Double = 0.5) -> [Double] {
+        var times: [Double] = []
+        var t = from
+        while t < until {
+            times += Array(repeating: t, count: broadcasts(r.tick(now: t)).count)
+            t += step
+        }
+        return times
+    }
+
+    @Test("gateway budget: paced — 2 at once, then one every 2.1 s, never more than 30 a minute; the queue bound drops a victim, counted")
     func budget() {
         var r = router()
         let events = (0..<40).map { event(author($0), tags: [["g", "u4pruy"]], content: "m\($0)") }
-        for e in events.prefix(30) { _ = r.relayEvent(e, now: Self.now, random: 0) }
-        #expect(broadcasts(r.tick(now: Self.now + 1)).count == 30)
-        for e in events.suffix(10) { _ = r.relayEvent(e, now: Self.now + 2, random: 0) }
-        #expect(broadcasts(r.tick(now: Self.now + 3)).isEmpty)
-        #expect(r.pendingDownlinks == 10)
-        #expect(broadcasts(r.tick(now: Self.now + 61)).count == 10)
+        for e in events { _ = r.relayEvent(e, now: Self.now, random: 0) }
+        #expect(broadcasts(r.tick(now: Self.now + 1)).count == 2)
+        #expect(broadcasts(r.tick(now: Self.now + 2)).isEmpty)
+        let minute = broadcastTimes(&r, from: Self.now + 3, until: Self.now + 61)
+        #expect((27...28).contains(minute.count), "\(minute.count) more in the first minute")
+        #expect(zip(minute, minute.dropFirst()).allSatisfy { $1 - $0 <= 2.5 }, "no silent gap while lines wait")
+        #expect(r.pendingDownlinks == 40 - 2 - minute.count)
         // Queue bound: 61 pending → one is dropped (here the oldest: all are first-contact keys).
         var q = router()
         for i in 0..<61 { _ = q.relayEvent(event(author(i), tags: [["g", "u4pruy"]], content: "q\(i)"), now: Self.now, random: 1) }
@@ -134,16 +146,20 @@ struct BridgeRouterTests {
         for (i, g) in levels.enumerated() {
             _ = r.relayEvent(event(author(i), tags: [["g", g]], content: "at \(g)"), now: Self.now, random: 0)
         }
-        let geohashes = r.tick(now: Self.now + 1).compactMap { action -> String? in
-            if case .broadcast(.carrier(let payload), _) = action { return payload.geohash } else { return nil }
+        var geohashes: [String] = []
+        for step in 0..<20 {
+            geohashes += r.tick(now: Self.now + 1 + Double(step) / 2).compactMap { action -> String? in
+                if case .broadcast(.carrier(let payload), _) = action { return payload.geohash } else { return nil }
+            }
         }
         #expect(geohashes.sorted() == ["u4", "u4pr", "u4pru", "u4pruy", "u4pruy7"])
         #expect(r.counters.relayDrops[.unscoped] == 2)
-        // All levels share the 30 a minute.
+        // All levels share one budget: 30 a sliding minute at most, all of them together.
         for i in 0..<40 {
-            _ = r.relayEvent(event(author(100 + i), tags: [["g", levels[i % 5]]], content: "n\(i)"), now: Self.now + 2, random: 0)
+            _ = r.relayEvent(event(author(100 + i), tags: [["g", levels[i % 5]]], content: "n\(i)"), now: Self.now + 11, random: 0)
         }
-        #expect(broadcasts(r.tick(now: Self.now + 3)).count == 25)
+        let minute = broadcastTimes(&r, from: Self.now + 11, until: Self.now + 71)
+        #expect(minute.count <= 30 && minute.count >= 25, "\(minute.count) in the minute")
     }
 
     @Test("a copy broadcast by another bridge during the hold cancels ours (rule 1)")
@@ -348,6 +364,7 @@ struct BridgeIslandShareTests {
     static func router(own: MeshPeerID, island: [MeshPeerID]) throws -> BridgeRouter {
         var limits = BridgeLimits()
         limits.airtime.perMinute = 1000
+        limits.airtime.burst = 1000
         limits.airtime.maxPending = 200
         var router = BridgeRouter(
             settings: .init(channel: try GeohashCell("u4pruy"), rendezvousCell: nil, limits: limits), ownKeys: [],

@@ -118,4 +118,47 @@ struct IslandTests {
         #expect(shareA > 5 && shareB > 5, "island 1 split \(shareA) / \(shareB)")
         await site.stop()
     }
+
+    /// Issue 34: one budget per island, however many bridges. Each bridge paces 1/n of the island's 30 a minute with the
+    /// n bridges it hears; when one stops (its leave), the other takes the whole budget at once.
+    @Test("two bridges on one island put no more than 30 broadcasts a minute on the air together; when one stops, the other takes the whole budget")
+    func oneBudgetPerIsland() async throws {
+        let site = Site(name: "island-budget")
+        let relay = try site.relay()
+        let air = site.segment()
+        let settings = ["BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none"]
+        let a = try await site.bridge("a", relays: [relay], segments: [air], settings: settings)
+        let b = try await site.bridge("b", relays: [relay], segments: [air], settings: settings)
+        #expect(await site.advance(until: { await Self.agree([a, b]) }, limit: 30_000), "the bridges heard each other")
+        @Sendable func forms(_ bridge: TestBridge) async -> Double {
+            ((try? await bridge.metrics())?.total("bitchat_bridge_downlink_forms_total")) ?? 0
+        }
+        // A backlog that never runs dry: ten new lines every 10 s, each a carrier and a mirror line.
+        let texts = AppBehaviourTests.lines(400, seed: 34)
+        var posted = 0
+        var samples: [(t: Double, a: Double, b: Double)] = []
+        for second in 0..<180 {
+            if second % 10 == 0 {
+                for _ in 0..<10 {
+                    try site.poster("fan \(posted)").post(texts[posted], to: relay)
+                    posted += 1
+                }
+            }
+            if second == 120 { await b.stop() }
+            await site.advance(by: 1_000)
+            samples.append((site.now, await forms(a), second < 120 ? await forms(b) : samples.last?.b ?? 0))
+        }
+        // Every sliding minute while both ran (after the first, when the backlog has built): ≤ 30 together.
+        for (i, start) in samples.enumerated() where start.t - samples[0].t >= 10 && i + 60 < samples.count && i + 60 <= 120 {
+            let end = samples[i + 60]
+            let together = (end.a - start.a) + (end.b - start.b)
+            #expect(together <= 30, "\(together) broadcasts in the minute from second \(i)")
+            #expect(together >= 20, "the island's budget used: \(together) in the minute from second \(i)")
+        }
+        // After b's leave, a alone: the whole budget within a minute.
+        let alone = samples[179].a - samples[121].a
+        #expect(alone >= 25, "\(alone) broadcasts from a in the minute after b stopped")
+        await site.stop()
+    }
 }
+

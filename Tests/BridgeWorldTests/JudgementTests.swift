@@ -57,10 +57,11 @@ struct JudgementTests {
             barrier: barrier)
         #expect(logged == Set(hidden))
 
-        // The fair scheduler paces the flooder (1 a second after a burst of 5) inside the budget of 30 a minute.
+        // The fair scheduler paces the flooder (1 a second after a burst of 5) inside the budget's pace (one every 2.1 s;
+        // each line is a carrier and a mirror line).
         let carried = (flood + swarm + [barrier]).filter { shadow || !logged.contains($0) }
         let carriedIDs = try carried.map { try EventID(hex: $0) }
-        #expect(await site.advance(until: { await reader.heard(carriers: carriedIDs) }, limit: 30_000))
+        #expect(await site.advance(until: { await reader.heard(carriers: carriedIDs) }, limit: 90_000, step: 1_000))
         for id in carried {
             let eventID = try EventID(hex: id)
             #expect(await reader.carrier(of: eventID) != nil && reader.carriers(of: eventID).count == 1, "\(id) on the mesh once")

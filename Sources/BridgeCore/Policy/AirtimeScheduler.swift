@@ -96,7 +96,8 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     }
 
     public let settings: Settings
-    private var budget: SlidingWindowLimiter
+    /// The island's budget as this bridge's pace (``PacedBudget``).
+    private var budget: PacedBudget
     /// Courier handovers inside the last minute (their share of ``budget``).
     private var courier: SlidingWindowLimiter
     private var laneLimits: [Lane: SlidingWindowLimiter] = [:]
@@ -130,7 +131,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     public init(settings: Settings = Settings()) {
         precondition(settings.perMinute > 0 && settings.maxPending > 0 && settings.maxPendingPerSender > 0)
         self.settings = settings
-        budget = SlidingWindowLimiter(limit: settings.perMinute, window: 60)
+        budget = PacedBudget(perMinute: settings.perMinute, burst: settings.burst)
         courier = SlidingWindowLimiter(limit: max(1, min(settings.courierPerMinute, settings.perMinute)), window: 60)
     }
 
@@ -233,7 +234,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
             if leavesSlotToPacedPriority(pending[next], now: now) { break }
             let entry = pending.remove(at: next)
             pendingIDs.remove(entry.id)
-            _ = budget.admit(now: now)
+            budget.take(now: now)
             _ = laneLimits[entry.lane]?.admit(now: now)
             record(entry, now: now)
             sent.append(Sent(id: entry.id, lane: entry.lane, sender: entry.sender, item: entry.item, enqueuedAt: entry.enqueuedAt))
@@ -242,15 +243,22 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
         return (sent, dropped)
     }
 
-    /// When ``due(now:recheck:)`` has work next: the earliest hold end, or — items ready but the budget, a lane
-    /// limit, a sender's pacing or a slot kept for a paced established item holding them — one second on (a
-    /// token or a window slot frees up within that). Nil when nothing is pending.
+    /// When ``due(now:recheck:)`` has work next: the earliest hold end; items ready but the budget holding them, its
+    /// next token; a lane limit, a sender's pacing or a slot kept for a paced established item holding them, one second
+    /// on (a token frees up within that). Nil when nothing is pending.
     public func nextWake(now: Double) -> Double? {
         guard let earliest = pending.map(\.readyAt).min() else { return nil }
         guard earliest <= now else { return earliest }
-        guard chatSlots(now: now) > 0, let next = nextIndex(now: now), !leavesSlotToPacedPriority(pending[next], now: now) else { return now + 1 }
+        guard chatSlots(now: now) > 0 else {
+            let token = budget.nextToken(now: now)
+            return token > now ? token : now + 1
+        }
+        guard let next = nextIndex(now: now), !leavesSlotToPacedPriority(pending[next], now: now) else { return now + 1 }
         return now
     }
+
+    /// This bridge's part of the island's budget (``PacedBudget/setShare(_:now:)``).
+    public mutating func setShare(_ share: Double, now: Double) { budget.setShare(share, now: now) }
 
     // MARK: Courier handovers
 
@@ -282,7 +290,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     /// Counts `count` handovers sent at `now` against the budget and the courier share.
     public mutating func chargeCourier(_ count: Int, now: Double) {
         for _ in 0..<max(0, count) {
-            _ = budget.admit(now: now)
+            budget.take(now: now)
             _ = courier.admit(now: now)
         }
         courierCount += max(0, count)
@@ -292,7 +300,7 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     /// free slots claimed by ready downlinks — a second on, as ``nextWake(now:)``.
     public func nextCourierSlot(now: Double) -> Double {
         guard courierSlots(now: now) == 0 else { return now }
-        let reopens = max(courier.nextAdmission(now: now), budget.nextAdmission(now: now))
+        let reopens = max(courier.nextAdmission(now: now), budget.nextToken(now: now))
         return reopens > now ? reopens : now + 1
     }
 
@@ -498,8 +506,13 @@ public struct AirtimeSettings: Sendable, Equatable {
     public var discipline: AirtimeDiscipline = .fair
     /// Broadcasts per sliding minute, all lanes together: the phones' own gateway budget
     /// (`GatewayService` 30/min, NOSTR-GEO §8.11), so the bridge never puts more on an island than one
-    /// phone gateway would, however many levels it serves.
+    /// phone gateway would, however many levels it serves — nor the island's bridges together (``PacedBudget``).
     public var perMinute = 30
+    /// Items that may go at once (``PacedBudget``): 2, a line's carrier and its mirror line together; the rest of the
+    /// minute is paced, 28 a minute, one every 2.1 s, so no sliding minute holds more than ``perMinute`` and lines
+    /// waiting for the air never wait for a window to turn (issue 34: a minute's 30 went out in its first second, then
+    /// nothing for 60 s).
+    public var burst: Double = 2
     /// Items waiting for their hold or the budget: two minutes of the budget. At a busy site each
     /// newcomer's first line can then wait behind the next two minutes' newcomers instead of being dropped
     /// (`bench reach`: with 30, 14 of 300 senders went unheard; with 60, none), and a two-minute-old line is
