@@ -22,13 +22,21 @@ import BridgeCore
 /// show. Figures: delivered fraction of the posts, distinct senders delivered, senders starved (posted, passed
 /// the bridge's own judgement, nothing shown), Jain's fairness index over senders of delivered ÷ the
 /// max-min fair share of what was delivered (1 = every sender got exactly its fair share), and the time
-/// from relay to air (p50, p95).
+/// from relay to air (p50, p95) for each kind of sender (issue 34): the crowd (first contact), **staff** (3 of the
+/// senders with two lines are on the operator's allow list, `protected`) and **regulars** (6 more of them had a
+/// line on the air in a quiet warm-up, ``warmup``, before the busy ten minutes, so the scheduler counts them
+/// established). Fairness and starvation are the crowd's: staff and regulars go first by design.
 enum ReachBench {
+    enum Kind: String, CaseIterable {
+        case crowd, staff, regular
+    }
+
     struct Post {
         let at: Double
         let sender: Int
         let level: Int
         let event: NostrEvent
+        var kind: Kind = .crowd
     }
 
     struct Scenario {
@@ -37,6 +45,12 @@ enum ReachBench {
         var levels: [GeohashCell]
         var duration: Double
     }
+
+    /// The quiet part before the busy one: the regulars' first lines go on the air there and are an
+    /// establishment period (``AirtimeSettings/establishedAfter``) old when the crowd arrives.
+    static let warmup = 620.0
+    static let staffSenders = 3
+    static let regularSenders = 6
 
     /// Phones' receive-side budgets (NOSTR-GEO §5.5 step 14), for the model iPhone.
     enum PhoneLimits {
@@ -70,19 +84,34 @@ enum ReachBench {
         let keys = (0..<senders).map { _ in
             try! SchnorrSecretKey(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
         }
-        var posts: [Post] = []
-        for (sender, count) in counts.enumerated() {
-            let level = sender % levels.count
-            for n in 0..<count {
-                let at = Double(UInt64.random(in: 0..<UInt64(duration * 1000), using: &rng)) / 1000
-                let text = (0..<Int.random(in: 3...14, using: &rng)).map { _ in words[Int.random(in: 0..<words.count, using: &rng)] }
-                    .joined(separator: " ") + " \(n)"
-                let event = try! UnsignedEvent(
-                    pubkey: keys[sender].publicKey, createdAt: Int64(base + at), kind: NostrKind.ephemeralChat,
-                    tags: [["g", levels[level].string], ["n", "user\(sender)"]], content: text
-                ).signed(with: keys[sender], auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
-                posts.append(Post(at: at, sender: sender, level: level, event: event))
+        // Among the quiet senders with two lines: the first few are staff, the next few regulars.
+        func kind(_ sender: Int) -> Kind {
+            switch sender - chatty {
+            case 0..<staffSenders: .staff
+            case staffSenders..<staffSenders + regularSenders: .regular
+            default: .crowd
             }
+        }
+        var posts: [Post] = []
+        func post(_ sender: Int, _ n: Int, at: Double, using rng: inout SeededRandom) {
+            let level = sender % levels.count
+            let text = (0..<Int.random(in: 3...14, using: &rng)).map { _ in words[Int.random(in: 0..<words.count, using: &rng)] }
+                .joined(separator: " ") + " \(n)"
+            let event = try! UnsignedEvent(
+                pubkey: keys[sender].publicKey, createdAt: Int64(base + at), kind: NostrKind.ephemeralChat,
+                tags: [["g", levels[level].string], ["n", "user\(sender)"]], content: text
+            ).signed(with: keys[sender], auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
+            posts.append(Post(at: at, sender: sender, level: level, event: event, kind: kind(sender)))
+        }
+        for (sender, count) in counts.enumerated() {
+            for n in 0..<count {
+                post(sender, n, at: warmup + Double(UInt64.random(in: 0..<UInt64(duration * 1000), using: &rng)) / 1000, using: &rng)
+            }
+        }
+        // The regulars' warm-up lines, from a stream of their own (the busy part's posts are the same without them).
+        var extra = SeededRandom(seed: 0x5eac_0034)
+        for (n, sender) in (chatty + staffSenders..<chatty + staffSenders + regularSenders).enumerated() {
+            post(sender, -1, at: Double(n) * 5, using: &extra)
         }
         posts.sort { $0.at < $1.at }
         return Scenario(posts: posts, senders: senders, levels: levels, duration: duration)
@@ -96,7 +125,8 @@ enum ReachBench {
         var queueDrops = 0
         var deliveredPerSender: [Int: Int] = [:]
         var demandPerSender: [Int: Int] = [:]
-        var latencies: [Double] = []
+        /// Relay → air of each carrier in the busy part, by kind of sender.
+        var latencies: [Kind: [Double]] = [:]
         /// With the text mirror: lines aired, shown by the model Android phone, and per sender.
         var mirrorAired = 0
         var androidDelivered = 0
@@ -159,14 +189,15 @@ enum ReachBench {
         for (i, post) in scenario.posts.enumerated() { index[post.event.id] = i }
         var outcome = Outcome()
         var next = 0
-        let steps = Int((scenario.duration + 120) * 10)
+        let steps = Int((warmup + scenario.duration + 150) * 10)
         for step in 0...steps {
             let t = Double(step) / 10
             while next < scenario.posts.count, scenario.posts[next].at <= t {
                 let post = scenario.posts[next]
                 let before = router.counters.relayAccepted.total
-                _ = router.relayEvent(post.event, now: base + post.at, random: Double(rng.next() >> 11) / Double(1 << 53))
-                if router.counters.relayAccepted.total > before {
+                _ = router.relayEvent(
+                    post.event, now: base + post.at, random: Double(rng.next() >> 11) / Double(1 << 53), protected: post.kind == .staff)
+                if router.counters.relayAccepted.total > before, post.kind == .crowd {
                     outcome.demandPerSender[post.sender, default: 0] += 1
                     if mirror, post.level == 1 { outcome.androidDemand[post.sender, default: 0] += 1 }
                 }
@@ -175,6 +206,7 @@ enum ReachBench {
             for action in router.tick(now: base + t) {
                 if case .broadcast(.text(let text, _, _), let id) = action, let i = index[id] {
                     let post = scenario.posts[i]
+                    guard post.kind == .crowd else { continue }
                     outcome.mirrorAired += 1
                     let verdict = android.judge(
                         SpamCandidate(
@@ -189,8 +221,9 @@ enum ReachBench {
                 }
                 guard case .broadcast(.carrier(let payload), let id) = action, let i = index[id] else { continue }
                 let post = scenario.posts[i]
+                if post.at >= warmup { outcome.latencies[post.kind, default: []].append(t - post.at) }
+                guard post.kind == .crowd else { continue }
                 outcome.aired += 1
-                outcome.latencies.append(t - post.at)
                 var shown = false
                 for p in phones.indices where phones[p].shows(post.event, geohash: payload.geohash, now: base + t) { shown = true }
                 if shown {
@@ -243,6 +276,8 @@ enum ReachBench {
 
     static func run(_ options: BenchOptions) throws(CommandExit) -> BenchReport {
         let scenario = scenario(quick: options.quick)
+        let crowdPosts = scenario.posts.filter { $0.kind == .crowd }.count
+        let busyPosts = scenario.posts.filter { $0.at >= warmup }.count
         var report = BenchReport(bench: "reach")
         var results: [String: (outcome: Outcome, distinct: Int, starved: Int, fairness: Double)] = [:]
         // `fifo`: the bridge before issue 16 (oldest first, a queue of 30, oldest dropped) on the same budget;
@@ -261,20 +296,31 @@ enum ReachBench {
             let fairness = jain(outcome)
             results[name] = (outcome, distinct, starved, fairness)
             var figures: [(String, Double)] = [
-                ("posts", Double(scenario.posts.count)),
+                ("posts", Double(busyPosts)),
                 ("senders", Double(scenario.senders)),
+                ("crowd_posts", Double(crowdPosts)),
+                ("crowd_senders", Double(outcome.demandPerSender.count)),
                 ("passed_bridge_filter", Double(outcome.passedJudge)),
                 ("aired", Double(outcome.aired)),
                 ("hidden_by_phones", Double(outcome.hiddenByPhones)),
                 ("queue_drops", Double(outcome.queueDrops)),
                 ("delivered", Double(outcome.delivered)),
-                ("delivered_fraction", Double(outcome.delivered) / Double(scenario.posts.count)),
+                ("delivered_fraction", Double(outcome.delivered) / Double(crowdPosts)),
                 ("distinct_senders", Double(distinct)),
                 ("starved_senders", Double(starved)),
                 ("jain_fairness", fairness),
-                ("relay_to_air_p50_ms", percentile(outcome.latencies, 0.5) * 1000),
-                ("relay_to_air_p95_ms", percentile(outcome.latencies, 0.95) * 1000),
+                ("relay_to_air_p50_ms", percentile(outcome.latencies[.crowd] ?? [], 0.5) * 1000),
+                ("relay_to_air_p95_ms", percentile(outcome.latencies[.crowd] ?? [], 0.95) * 1000),
             ]
+            for kind in [Kind.staff, .regular] {
+                let latencies = outcome.latencies[kind] ?? []
+                figures += [
+                    ("\(kind)_aired", Double(latencies.count)),
+                    ("\(kind)_relay_to_air_p50_ms", percentile(latencies, 0.5) * 1000),
+                    ("\(kind)_relay_to_air_p95_ms", percentile(latencies, 0.95) * 1000),
+                    ("\(kind)_relay_to_air_max_ms", (latencies.max() ?? 0) * 1000),
+                ]
+            }
             if mirror {
                 let anyPhone = Set(outcome.deliveredPerSender.keys).union(outcome.androidPerSender.keys)
                 let channelPosts = outcome.androidDemand.values.reduce(0, +)

@@ -269,6 +269,7 @@ public struct BridgeRouter {
         for stableID in remembered.radioCopies { loop.recordRadioCopy(stableID: stableID) }
         downlinks = AirtimeScheduler(settings: limits.airtime)
         downlinks.setPacing(limits.mirrorPacing, lane: .mirror)
+        downlinks.setCompanion(.mirror)
         served = Set(settings.servedChannels.map(\.string))
         uplinks = UplinkQueue(maxTotal: limits.maxQueuedUplinks, maxPerDepositor: limits.maxQueuedUplinksPerDepositor)
         depositLimiter = KeyedWindowLimiter(limit: limits.depositsPerMinutePerDepositor, maxKeys: limits.maxTrackedPeers)

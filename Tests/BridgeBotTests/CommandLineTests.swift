@@ -192,6 +192,16 @@ struct CommandLineTests {
         for metric in ["relay_to_air_p50_ms", "relay_to_air_p95_ms", "delivered_fraction"] {
             #expect(fair[metric]?.numberValue.map { $0 > 0 } == true, "scheduler.\(metric)")
         }
+        // Issue 34: the shipped default (the text mirror on) meets the same targets on the iPhones, and staff and
+        // regulars are on the air within seconds however long the crowd's queue.
+        let shipped = try #require(json["cases"]?["scheduler_mirror"])
+        #expect(try #require(shipped["jain_fairness"]?.numberValue) >= 0.9)
+        #expect(shipped["starved_senders"]?.numberValue == 0)
+        for kind in ["staff", "regular"] {
+            #expect(shipped["\(kind)_aired"]?.numberValue.map { $0 > 0 } == true, "\(kind)")
+            #expect(try #require(shipped["\(kind)_relay_to_air_max_ms"]?.numberValue) <= 5_000, "\(kind)")
+        }
+        #expect(try #require(shipped["relay_to_air_p50_ms"]?.numberValue) > 5_000, "the crowd waits: the run is a backlog")
     }
 
     @Test("bench flood --million-only: only the mixed case scripts/check-flood reads, with its growth and memory figures")

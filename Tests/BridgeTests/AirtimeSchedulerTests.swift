@@ -356,6 +356,37 @@ struct AirtimeSchedulerTests {
         #expect(s.pendingCount(lane: "carrier") == 5 && s.pendingCount(lane: "mirror") == 5)
     }
 
+    @Test("the mirror inside fairness (issue 34): a companion lane's line is its sender's second broadcast — every first carrier before any mirror line, a mirror line before a louder sender's carrier, and the victim while its carrier waits")
+    func mirrorInsideFairness() {
+        // Order: 4 senders' carriers and mirror lines, at most one item every 2.1 s: the 4 carriers first.
+        var s = Scheduler(settings: .init(perMinute: 30, maxPending: 60))
+        s.setCompanion("mirror")
+        for i in 0..<4 {
+            s.enqueue(id: 2 * i, lane: "carrier", sender: "s\(i)", item: "", airtime: 300, now: 0, unitRandom: 0)
+            s.enqueue(id: 2 * i + 1, lane: "mirror", sender: "s\(i)", item: "", airtime: 300, now: 0, unitRandom: 0)
+        }
+        let order = Self.run(&s, from: 1, to: 30, step: 0.1).map(\.lane)
+        #expect(order == ["carrier", "carrier", "carrier", "carrier", "mirror", "mirror", "mirror", "mirror"])
+        // A mirror line whose carrier is on the air goes before the carrier of a sender with more on the air.
+        var t = Scheduler(settings: Self.ample())
+        t.setCompanion("mirror")
+        t.enqueue(id: 1, lane: "carrier", sender: "loud", item: "", airtime: 900, now: 0, unitRandom: 0)
+        _ = t.due(now: 1) { _, _ in true }
+        t.enqueue(id: 2, lane: "carrier", sender: "quiet", item: "", airtime: 100, now: 2, unitRandom: 0)
+        _ = t.due(now: 3) { _, _ in true }
+        t.enqueue(id: 3, lane: "carrier", sender: "loud", item: "", airtime: 100, now: 4, unitRandom: 0)
+        t.enqueue(id: 4, lane: "mirror", sender: "quiet", item: "", airtime: 100, now: 4, unitRandom: 0)
+        #expect(t.due(now: 6) { _, _ in true }.sent.map(\.id) == [4, 3])
+        // Victims: 20 senders' carriers and mirror lines into a queue of 10 keep the 10 first carriers.
+        var v = Scheduler(settings: .init(perMinute: 30, maxPending: 10))
+        v.setCompanion("mirror")
+        for i in 0..<20 {
+            v.enqueue(id: 2 * i, lane: "carrier", sender: "s\(i)", item: "", airtime: 300, now: 0, unitRandom: 1)
+            v.enqueue(id: 2 * i + 1, lane: "mirror", sender: "s\(i)", item: "", airtime: 40, now: 0, unitRandom: 1)
+        }
+        #expect(v.pendingCount(lane: "carrier") == 10 && v.pendingCount(lane: "mirror") == 0)
+    }
+
     @Test("pacing at air time: iOS MessageRateLimiter's 5 then 1 a second per sender")
     func pacing() {
         var settings = Self.ample()

@@ -104,6 +104,8 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
     /// Lanes paced otherwise than ``Settings/senderBurst`` / ``Settings/senderPerSecond`` (``setPacing(_:lane:)``).
     private var lanePacing: [Lane: AirtimePacing] = [:]
     private var laneTurns: [Lane: UInt64] = [:]
+    /// Lanes of second forms, ranked by airtime instead of taking turns (``setCompanion(_:)``).
+    private var companions: Set<Lane> = []
     private var pending: [Pending] = []
     private var pendingIDs: Set<ID> = []
     private var senders: [Sender: SenderState] = [:]
@@ -375,24 +377,41 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
         laneDeliveries[PacingKey(sender: entry.sender, lane: entry.lane)] ?? 0
     }
 
+    /// The next item: among the lanes that take turns, the best by (class, lane turn, airtime, last turn, age); a
+    /// companion lane's best (``setCompanion(_:)``) goes instead when its sender ranks before that one's by (class,
+    /// airtime, last turn, age) — a line's second form waits while a sender with less on the air waits.
     private func nextIndex(now: Double) -> Int? {
-        var best: (index: Int, key: (Int, UInt64, Int, UInt64, UInt64))?
+        typealias Key = (Int, UInt64, Int, UInt64, UInt64)
+        var best: (index: Int, key: Key)?
+        var companion: (index: Int, key: Key)?
         for (index, entry) in pending.enumerated() where eligible(entry, now: now) {
-            let key: (Int, UInt64, Int, UInt64, UInt64)
+            let key: Key
             switch settings.discipline {
             case .fifo:
                 key = (0, 0, 0, 0, entry.sequence)
             case .fair:
                 let state = senders[entry.sender]
-                key = (
-                    priorityClass(entry, now: now), laneTurns[entry.lane] ?? 0, state?.airtime ?? 0, state?.lastTurn ?? 0,
-                    entry.sequence
-                )
+                let turn = companions.contains(entry.lane) ? 0 : laneTurns[entry.lane] ?? 0
+                key = (priorityClass(entry, now: now), turn, state?.airtime ?? 0, state?.lastTurn ?? 0, entry.sequence)
             }
-            if best == nil || key < best!.key { best = (index, key) }
+            if settings.discipline == .fair, companions.contains(entry.lane) {
+                if companion == nil || key < companion!.key { companion = (index, key) }
+            } else if best == nil || key < best!.key {
+                best = (index, key)
+            }
         }
-        return best?.index
+        guard let best else { return companion?.index }
+        guard let companion else { return best.index }
+        // At equal airtime the other lanes' item first: a line's second form never goes ahead of a first one.
+        func rank(_ key: Key, second: Int) -> (Int, Int, Int, UInt64, UInt64) { (key.0, key.2, second, key.3, key.4) }
+        return rank(companion.key, second: 1) < rank(best.key, second: 0) ? companion.index : best.index
     }
+
+    /// `lane` carries a second form of what other lanes carry (the text mirror's persona lines, one per carrier of the
+    /// configured channel): it takes no round-robin turn of its own and its items rank by their sender's airtime
+    /// against the other lanes' best, so the mirror is inside fairness — every sender's first carrier before anyone's
+    /// mirror line under a backlog (issue 34: 31–38 senders starved on the iPhones with the mirror a lane of its own).
+    public mutating func setCompanion(_ lane: Lane) { companions.insert(lane) }
 
     /// The fair victim when the queue is full: worst first by (first contact, items waiting, airtime), then
     /// the newest item — possibly the newcomer itself, which is then refused; nil when the newcomer is the worst.
@@ -407,13 +426,19 @@ public struct AirtimeScheduler<ID: Hashable & Sendable, Lane: Hashable & Sendabl
         // Items waiting are counted per lane, as the backlog is: a sender's carrier and its mirror line are
         // one item in each of two lanes, so neither form is always the victim (counted per sender, the
         // older form — the carrier — lost every time to the line queued right after it).
+        // A companion lane's item (``setCompanion(_:)``) counts all its sender's items: with its carrier waiting it is
+        // that sender's second, a victim before anyone's first.
         var waiting: [PacingKey: Int] = [PacingKey(sender: incoming.sender, lane: incoming.lane): 1]
-        for entry in pending { waiting[PacingKey(sender: entry.sender, lane: entry.lane), default: 0] += 1 }
+        var waitingPerSender: [Sender: Int] = [incoming.sender: 1]
+        for entry in pending {
+            waiting[PacingKey(sender: entry.sender, lane: entry.lane), default: 0] += 1
+            if !companions.isEmpty { waitingPerSender[entry.sender, default: 0] += 1 }
+        }
         func badness(_ entry: Pending) -> (Int, Int, Int, UInt64) {
-            (
-                priorityClass(entry, now: now), waiting[PacingKey(sender: entry.sender, lane: entry.lane)] ?? 0,
-                senders[entry.sender]?.airtime ?? 0, entry.sequence
-            )
+            let count =
+                companions.contains(entry.lane)
+                ? waitingPerSender[entry.sender] ?? 0 : waiting[PacingKey(sender: entry.sender, lane: entry.lane)] ?? 0
+            return (priorityClass(entry, now: now), count, senders[entry.sender]?.airtime ?? 0, entry.sequence)
         }
         var worst: (index: Int?, key: (Int, Int, Int, UInt64)) = (nil, badness(incoming))
         for (index, entry) in pending.enumerated() {
