@@ -32,6 +32,8 @@ public final class ChildProcess: @unchecked Sendable {
     private final class Capture: Sendable {
         struct State {
             var stdout: [String] = []
+            /// When each stdout line was read (the reader polls every ``readerPollMilliseconds``).
+            var stdoutTimes: [ContinuousClock.Instant] = []
             var stderr: [String] = []
             // Raw bytes until a newline: a read can end inside a multi-byte UTF-8 character.
             var partialOut: [UInt8] = []
@@ -57,6 +59,7 @@ public final class ChildProcess: @unchecked Sendable {
                 partial.removeFirst(start)
                 if toStdout {
                     out.stdout += lines
+                    out.stdoutTimes += repeatElement(ContinuousClock.now, count: lines.count)
                     out.partialOut = partial
                 } else {
                     out.stderr += lines
@@ -175,6 +178,11 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Every complete stdout line so far.
     public var stdoutLines: [String] { capture.state.withLock { $0.stdout } }
+    /// Every complete stdout line so far with the moment it was read (within ``readerPollMilliseconds`` of its writing):
+    /// for tests about when a child saw something.
+    public var timedStdoutLines: [(at: ContinuousClock.Instant, line: String)] {
+        capture.state.withLock { Array(zip($0.stdoutTimes, $0.stdout)).map { ($0.0, $0.1) } }
+    }
     /// Every complete stderr line so far.
     public var stderrLines: [String] { capture.state.withLock { $0.stderr } }
 
