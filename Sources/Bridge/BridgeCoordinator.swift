@@ -25,6 +25,8 @@ public actor BridgeCoordinator {
     /// A consistent picture of the bridge for `/metrics` and the summary line.
     public struct Snapshot: Sendable, Equatable {
         public var router: BridgeCounters
+        /// What went on the air (``AirtimeMachine/Counters``).
+        public var airtime: AirtimeMachine.Counters
         public var coordinator: Counters
         public var pendingDownlinks: Int
         public var queuedUplinks: Int
@@ -323,7 +325,8 @@ public actor BridgeCoordinator {
         let router = machine.router
         let stores = store.stores
         return Snapshot(
-            router: router.counters, coordinator: store.counters, pendingDownlinks: router.pendingDownlinks,
+            router: router.counters, airtime: machine.airtime.counters, coordinator: store.counters,
+            pendingDownlinks: machine.airtime.pendingCount,
             queuedUplinks: router.queuedUplinks, storedUplinks: try? stores.uplinks?.count(),
             uplinkStore: stores.uplinks?.counters, meshPeers: machine.peers.count, connectedRelays: machine.connectedRelays,
             strangerCacheEntries: stores.identities.strangerCount, identities: stores.identities.counters,
@@ -346,13 +349,13 @@ public actor BridgeCoordinator {
     func logSummary() {
         let c = machine.router.counters
         logger.notice("summary", [
-            ("forwarded.nostr_to_mesh", .integer(Int64(c.forwarded(.nostrToMesh)))),
-            ("forwarded.mesh_to_nostr", .integer(Int64(c.forwarded(.meshToNostr)))),
+            ("forwarded.nostr_to_mesh", .integer(Int64(machine.airtime.counters.messages))),
+            ("forwarded.mesh_to_nostr", .integer(Int64(c.uplinked))),
             ("hidden.nostr_to_mesh", .integer(Int64(c.hidden(.nostrToMesh)))),
             ("hidden.mesh_to_nostr", .integer(Int64(c.hidden(.meshToNostr)))),
             ("relays.connected", .integer(Int64(machine.connectedRelays))),
             ("mesh.peers", .integer(Int64(machine.peers.count))),
-            ("downlinks.pending", .integer(Int64(machine.router.pendingDownlinks))),
+            ("downlinks.pending", .integer(Int64(machine.airtime.pendingCount))),
         ])
     }
 }

@@ -9,8 +9,8 @@ import SpamFilter
 import BridgeCore
 
 /// `bitchat-bridge bench reach`: a busy site, scripted — 600 channel messages in 10 minutes from 300 senders
-/// over 3 channel levels, a few chatty senders among them — through the real ``BridgeRouter`` (its judge,
-/// its ``AirtimeScheduler``) at the phones' budgets, first-in-first-out and the fair scheduler side by
+/// over 3 channel levels, a few chatty senders among them — through the real ``BridgeRouter`` (its judge) and
+/// ``AirtimeMachine`` (its schedule) at the phones' budgets, first-in-first-out and the fair scheduler side by
 /// side on the same posts (issue 16's benchmark).
 ///
 /// Each level is watched by a model iPhone viewing exactly that level, with the rules iOS applies to what a
@@ -179,6 +179,7 @@ enum ReachBench {
         var router = BridgeRouter(
             settings: .init(channel: cell, rendezvousCell: nil, mirrorDownlink: mirror, limits: limits, servedChannels: scenario.levels),
             ownKeys: [], rendezvousKey: nil, judge: judge, clockOrigin: .now)
+        var airtime = AirtimeMachine(limits: limits)
         var phones = scenario.levels.map { Phone(level: $0.string) }
         // The model Android phone (Android main: no carriers; the ported spam filter per sender — each author
         // speaks through a persona of its own, `PersonaBook`). It sees the mirror's lines of the configured
@@ -195,15 +196,16 @@ enum ReachBench {
             while next < scenario.posts.count, scenario.posts[next].at <= t {
                 let post = scenario.posts[next]
                 let before = router.counters.relayAccepted.total
-                _ = router.relayEvent(
+                let routed = router.relayEvent(
                     post.event, now: base + post.at, random: Double(rng.next() >> 11) / Double(1 << 53), protected: post.kind == .staff)
+                for case .downlink(let offer) in routed { airtime.offer(offer, now: base + post.at) }
                 if router.counters.relayAccepted.total > before, post.kind == .crowd {
                     outcome.demandPerSender[post.sender, default: 0] += 1
                     if mirror, post.level == 1 { outcome.androidDemand[post.sender, default: 0] += 1 }
                 }
                 next += 1
             }
-            for action in router.tick(now: base + t) {
+            for action in airtime.tick(router: &router, now: base + t) {
                 if case .broadcast(.text(let text, _, _), let id) = action, let i = index[id] {
                     let post = scenario.posts[i]
                     guard post.kind == .crowd else { continue }
@@ -235,7 +237,7 @@ enum ReachBench {
             }
         }
         outcome.passedJudge = router.counters.relayAccepted.total
-        outcome.queueDrops = router.downlinkDrops.total
+        outcome.queueDrops = airtime.drops.total
         return outcome
     }
 

@@ -106,13 +106,6 @@ public struct BridgeCounters: Sendable, Equatable {
     public var relayDrops = Tally<RelayDrop>()
     /// Hidden (or, in shadow mode, would-be-hidden does not count here) messages by direction and rule.
     public var hidden = Tally<HiddenKey>()
-    /// Downlinks broadcast on the mesh, by queue: every form of a message (its carrier on each level, the
-    /// mirror line) counts (`bitchat_bridge_downlink_forms_total`).
-    public var broadcasts = Tally<DownlinkQueue>()
-    /// Channel messages put on the mesh, each once however many forms it took.
-    public var downlinkedMessages = 0
-    /// Downlinks the scheduler dropped to make room (a full queue or a sender's own backlog), by lane kind.
-    public var downlinkQueueDrops = Tally<DownlinkQueue>()
     /// Deposits accepted (published, or held while no relay is connected).
     public var depositsAccepted = 0
     /// Accepted deposits held because no relay was connected.
@@ -126,10 +119,6 @@ public struct BridgeCounters: Sendable, Equatable {
     public var released = 0
     /// Broadcast carriers of other bridges heard on the mesh (loop rule 1).
     public var carriersLearned = 0
-    /// Downlinks another bridge of the island was chosen to carry (``CarrierChoice``), and those this
-    /// bridge carried after all because their carrier left the island within the handover window.
-    public var downlinksDelegated = 0
-    public var downlinksTakenOver = 0
     public var carrierDrops = Tally<CarrierDrop>()
     public var presenceSent = Tally<Presence>()
 
@@ -147,13 +136,9 @@ public struct BridgeCounters: Sendable, Equatable {
 
     public init() {}
 
-    /// Messages carried across, by direction (the `bitchat_bridge_forwarded_total` series).
-    public func forwarded(_ direction: BridgeRouter.Direction) -> Int {
-        switch direction {
-        case .nostrToMesh: downlinkedMessages
-        case .meshToNostr: published + mirrored
-        }
-    }
+    /// Messages carried from the mesh to Nostr (the `bitchat_bridge_forwarded_total` series' `mesh-to-nostr`; the other
+    /// way is the airtime machine's, ``AirtimeMachine/Counters/messages``).
+    public var uplinked: Int { published + mirrored }
 
     public func hidden(_ direction: BridgeRouter.Direction) -> Int {
         hidden.counts.filter { $0.key.direction == direction }.values.reduce(0, +)

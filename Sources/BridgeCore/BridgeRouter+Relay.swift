@@ -35,8 +35,7 @@ extension BridgeRouter {
             }
             var actions: [Action] = []
             guard judgeEvent(event, direction: .nostrToMesh, now: now, into: &actions) else { return actions }
-            enqueueChannelDownlink(event, level: level, now: now, unit: unit, protected: protected)
-            return actions
+            return actions + channelDownlinks(event, level: level, unit: unit, protected: protected)
         }
         guard !ring.isEmpty, event.firstTag("r") != nil else {
             counters.relayDrops.add(.unscoped)
@@ -73,33 +72,37 @@ extension BridgeRouter {
         var actions: [Action] = []
         guard judgeEvent(event, direction: .nostrToMesh, now: now, into: &actions) else { return actions }
         let payload = NostrCarrierPayload(direction: .fromBridge, geohash: classified.cell, eventJSON: event.jsonBytes)
-        let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: stableID)
-        enqueueDownlink(
-            pending, key: DownlinkKey(event: event.id, text: false), lane: .bridge, airtime: payload.eventJSON.count, now: now,
-            unit: unit, protected: protected, laneLimit: settings.limits.bridgeDownlinksPerMinute)
         counters.relayAccepted.add(.rendezvous)
-        return actions
+        return actions + [.downlink(offer(
+            .carrier(payload), of: event, lane: .bridge, airtime: payload.eventJSON.count, unit: unit, protected: protected,
+            radioStableID: stableID, laneLimit: settings.limits.bridgeDownlinksPerMinute))]
     }
 
-    /// A channel message past every check: queued for the mesh on its own level (a carrier), and for the
-    /// text mirror when on.
-    private mutating func enqueueChannelDownlink(_ event: NostrEvent, level: String, now: Double, unit: Double, protected: Bool) {
+    /// A channel message past every check: a downlink on its own level (a carrier), and the text mirror's line when on.
+    private mutating func channelDownlinks(_ event: NostrEvent, level: String, unit: Double, protected: Bool) -> [Action] {
         let payload = NostrCarrierPayload(direction: .fromGateway, geohash: level, eventJSON: event.jsonBytes)
-        let pending = PendingDownlink(downlink: .carrier(payload), signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
-        enqueueDownlink(
-            pending, key: DownlinkKey(event: event.id, text: false), lane: .gateway(level), airtime: payload.eventJSON.count,
-            now: now, unit: unit, protected: protected)
+        var actions: [Action] = [.downlink(offer(
+            .carrier(payload), of: event, lane: .gateway(level), airtime: payload.eventJSON.count, unit: unit, protected: protected))]
         // The mirror speaks the configured channel only: its lines go into the mesh's one public timeline,
         // where lines of every level would be mixed.
         if settings.mirrorDownlink, level == settings.channel?.string {
-            let text = PendingDownlink(
-                downlink: .text(event.content, author: event.pubkey.bytes, name: EventRules.nickname(event)),
-                signer: event.pubkey, createdAt: event.createdAt, radioStableID: nil)
-            enqueueDownlink(
-                text, key: DownlinkKey(event: event.id, text: true), lane: .mirror, airtime: event.content.utf8.count,
-                now: now, unit: unit, protected: protected)
+            actions.append(.downlink(offer(
+                .text(event.content, author: event.pubkey.bytes, name: EventRules.nickname(event)), of: event, lane: .mirror,
+                airtime: event.content.utf8.count, unit: unit, protected: protected)))
         }
         counters.relayAccepted.add(.channel)
+        return actions
+    }
+
+    private func offer(
+        _ downlink: Downlink, of event: NostrEvent, lane: AirtimeMachine.Lane, airtime: Int, unit: Double, protected: Bool,
+        radioStableID: String? = nil, laneLimit: Int? = nil
+    ) -> AirtimeMachine.Offer {
+        var text = false
+        if case .text = downlink { text = true }
+        return AirtimeMachine.Offer(
+            key: .init(event: event.id, text: text), lane: lane, downlink: downlink, signer: event.pubkey, createdAt: event.createdAt,
+            radioStableID: radioStableID, airtime: airtime, protected: protected, laneLimit: laneLimit, unit: unit)
     }
 
     /// Why a hidden message cannot be released.
@@ -124,8 +127,9 @@ extension BridgeRouter {
     }
 
     /// The operator releases a message the judge hid: it goes through the normal path — the channel rules (the
-    /// ±900 s window included), the loop rules, the downlink budget and hold — with the judge alone skipped.
-    public mutating func release(_ event: NostrEvent, now: Double, random unit: Double) -> Result<Void, ReleaseRefusal> {
+    /// ±900 s window included), the loop rules, the downlink budget and hold — with the judge alone skipped. Its
+    /// downlinks are returned.
+    public mutating func release(_ event: NostrEvent, now: Double, random unit: Double) -> Result<[Action], ReleaseRefusal> {
         guard let channel = settings.channel, let g = event.firstTag("g"), g.count >= 2, g[1] == channel.string else {
             return .failure(.notChannel)
         }
@@ -135,9 +139,8 @@ extension BridgeRouter {
             return .failure(.rule(error, ageSeconds: Int64(now) - event.createdAt))
         }
         guard loop.mayRebroadcast(event.id, signer: event.pubkey, radioStableID: nil) else { return .failure(.alreadyCarried) }
-        enqueueChannelDownlink(event, level: channel.string, now: now, unit: unit, protected: false)
         counters.released += 1
-        return .success(())
+        return .success(channelDownlinks(event, level: channel.string, unit: unit, protected: false))
     }
 
     /// Relay connectivity changed. Coming up flushes queued deposits and (rendezvous role) sends presence.

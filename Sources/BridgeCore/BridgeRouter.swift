@@ -1,6 +1,6 @@
 public import BitchatWire
 public import BotCrypto
-public import BotSupport
+import BotSupport
 public import Geohash
 public import Mesh
 public import Nostr
@@ -23,9 +23,12 @@ public import Identity
 /// ``Action/recordHidden(_:)`` for the shell to store. The router reads no clock (every input carries the
 /// time; the verification budget's monotonic origin is injected) and does no I/O.
 ///
-/// This file holds the router's types, state, judgement and time (ticks, presence), and ``BridgeLimits``; the
-/// relay side is in `BridgeRouter+Relay.swift`, the mesh side in `BridgeRouter+Mesh.swift`, the downlink
-/// handover between an island's bridges in `BridgeRouter+Island.swift`.
+/// It decides *what* crosses; *when* a downlink goes on the air is the ``AirtimeMachine``'s (one budget, the island's
+/// bridges): the router hands each downlink over as ``Action/downlink(_:)``, re-checks it when it is due
+/// (``recheck(_:now:)``) and turns it into its broadcast (``downlinked(_:islandHas:)``).
+///
+/// This file holds the router's types, state, judgement and time (presence), and ``BridgeLimits``; the
+/// relay side is in `BridgeRouter+Relay.swift`, the mesh side in `BridgeRouter+Mesh.swift`.
 public struct BridgeRouter {
     /// Operator settings the router needs (from ``BridgeConfiguration``).
     public struct Settings: Sendable {
@@ -104,6 +107,8 @@ public struct BridgeRouter {
         case remember(EventID, RememberedRole)
         /// Send to the relays now.
         case publish(NostrEvent)
+        /// A downlink that may cross, for the ``AirtimeMachine`` to put on the air when its turn comes.
+        case downlink(AirtimeMachine.Offer)
         /// Broadcast on the mesh (TTL 7): a carrier packet-signed with the bridge's announced key, or our signed public message.
         case broadcast(Downlink, eventID: EventID)
         /// Mirror a public mesh message to the channel under a per-author key (the caller signs and mines).
@@ -118,11 +123,6 @@ public struct BridgeRouter {
     public let settings: Settings
     public private(set) var judge: BridgeJudge
     var loop: LoopGuard<EventID, XOnlyPublicKey>
-    /// Channel events of which a form (a carrier on some level, the ring's, the mirror line) went on the mesh:
-    /// `forwarded_total` counts a message once however many forms it took (bounded like the loop rules' sets).
-    var downlinkedEvents = BoundedSet<EventID>(capacity: LoopGuard<EventID, XOnlyPublicKey>.Limits.maxTrackedEventIDs)
-    /// Everything put on the mesh from Nostr, under one airtime budget (``AirtimeScheduler``).
-    var downlinks: AirtimeScheduler<DownlinkKey, DownlinkLane, XOnlyPublicKey, PendingDownlink>
     /// The served channel geohashes (``Settings/servedChannels``), for the relay-event scope check.
     let served: Set<String>
     var uplinks: UplinkQueue<MeshPeerID, NostrEvent>
@@ -140,11 +140,6 @@ public struct BridgeRouter {
     private var lastChannelPresence: Double?
     let ring: Set<String>
     var relaysUp = false
-    /// This bridge and the other bridges on its island, per role (``setIslandBridges(own:gateways:rendezvous:now:)``).
-    var island = IslandBridges()
-    /// Downlinks another bridge on the island was chosen to carry (``CarrierChoice``), kept for the
-    /// handover window in case that bridge leaves; oldest first, at most ``HandoverLimits/maxDelegated``.
-    var delegated: [Delegated] = []
     private var lastPresence: Double?
     /// Forwarded, hidden and dropped, by direction and reason (for metrics and the summary line).
     public internal(set) var counters = BridgeCounters()
@@ -175,74 +170,6 @@ public struct BridgeRouter {
     private let clockOrigin: ContinuousClock.Instant
     private var unixBase: Double?
 
-    /// One downlink: an event as a carrier, or (plain-text mirror) as the bridge's own text.
-    public struct DownlinkKey: Hashable, Sendable {
-        public let event: EventID
-        public let text: Bool
-    }
-
-    /// Where a downlink belongs, for round-robin turns: a channel level (its geohash), the ring, the mirror.
-    public enum DownlinkLane: Hashable, Sendable {
-        case gateway(String)
-        case bridge
-        case mirror
-
-        var queue: BridgeCounters.DownlinkQueue {
-            switch self {
-            case .gateway: .gateway
-            case .bridge: .bridge
-            case .mirror: .mirror
-            }
-        }
-    }
-
-    /// The bridges on this island as the router sees them: its own peer ID and the verified peers that
-    /// announce each role (the caller's view of the mesh, handed in as data).
-    struct IslandBridges: Sendable {
-        var own: MeshPeerID?
-        var gateways: Set<MeshPeerID> = []
-        var rendezvous: Set<MeshPeerID> = []
-
-        /// Who carries `event` on `lane`: nil = this bridge (also when it knows no other bridge).
-        func carrier(of event: EventID, lane: DownlinkLane) -> MeshPeerID? {
-            guard let own else { return nil }
-            let others: Set<MeshPeerID>
-            switch lane {
-            case .gateway, .mirror: others = gateways
-            case .bridge: others = rendezvous
-            }
-            guard !others.isEmpty, let chosen = CarrierChoice.carrier(for: event, among: others.union([own])), chosen != own
-            else { return nil }
-            return chosen
-        }
-    }
-
-    /// A downlink left to another bridge, with what is needed to schedule it if that bridge leaves.
-    struct Delegated: Sendable {
-        let pending: PendingDownlink
-        let key: DownlinkKey
-        let lane: DownlinkLane
-        let airtime: Int
-        let unit: Double
-        let protected: Bool
-        let laneLimit: Int?
-        var carrier: MeshPeerID
-        let until: Double
-    }
-
-    public enum HandoverLimits {
-        /// Downlinks kept for a handover (each holds one event's JSON, ≤ 64 KiB): the whole shared queue's
-        /// worth twice over, so a busy minute's delegations all survive the window.
-        public static let maxDelegated = 120
-    }
-
-    struct PendingDownlink: Sendable {
-        let downlink: Downlink
-        let signer: XOnlyPublicKey
-        let createdAt: Int64
-        let radioStableID: String?
-    }
-
     /// - Parameters:
     ///   - ownKeys: every public key the bridge signs with (channel, rendezvous); events signed by them are
     ///     never carried (loop rule 4).
@@ -267,9 +194,6 @@ public struct BridgeRouter {
         for id in remembered.rebroadcast { loop.recordRebroadcast(id) }
         for id in remembered.learned { loop.recordLearnedFromMesh(id) }
         for stableID in remembered.radioCopies { loop.recordRadioCopy(stableID: stableID) }
-        downlinks = AirtimeScheduler(settings: limits.airtime)
-        downlinks.setPacing(limits.mirrorPacing, lane: .mirror)
-        downlinks.setCompanion(.mirror)
         served = Set(settings.servedChannels.map(\.string))
         uplinks = UplinkQueue(maxTotal: limits.maxQueuedUplinks, maxPerDepositor: limits.maxQueuedUplinksPerDepositor)
         depositLimiter = KeyedWindowLimiter(limit: limits.depositsPerMinutePerDepositor, maxKeys: limits.maxTrackedPeers)
@@ -302,23 +226,6 @@ public struct BridgeRouter {
     /// Replaces the denylist (the console's settings; see ``Denylist``).
     public mutating func setDenylist(_ list: Denylist) { judge.setDenylist(list) }
 
-    /// Queue depths for metrics.
-    public var pendingDownlinks: Int { downlinks.pendingCount }
-    /// The authors (hex) the downlink scheduler counts as established at `now` (delivered ≥ 10 min ago).
-    public func establishedAuthors(now: Double) -> Set<String> { Set(downlinks.establishedSenders(now: now).map(\.hex)) }
-    /// When ``establishedAuthors(now:)`` next grows without a delivery (nil: not before the next delivery).
-    public func nextEstablishment(now: Double) -> Double? { downlinks.nextEstablishment(now: now) }
-    /// Downlinks the scheduler dropped, by reason.
-    public var downlinkDrops: Tally<AirtimeDrop> { downlinks.drops }
-    /// Courier handovers the one downlink schedule lets go now (``AirtimeScheduler/courierSlots(now:)``).
-    public func courierSlots(now: Double) -> Int { downlinks.courierSlots(now: now) }
-    /// When a courier slot is free next (``AirtimeScheduler/nextCourierSlot(now:)``).
-    public func nextCourierSlot(now: Double) -> Double { downlinks.nextCourierSlot(now: now) }
-    /// Counts courier handovers sent at `now` against the downlink budget, and whether mail still waits for a slot.
-    public mutating func chargeCourier(_ count: Int, now: Double, waiting: Bool) {
-        downlinks.chargeCourier(count, now: now)
-        downlinks.setCourierWaiting(waiting)
-    }
     public var queuedUplinks: Int { uplinks.count }
     public var carrierVerification: EventVerifier.Counters { carrierVerifier.counters }
 
@@ -354,46 +261,53 @@ public struct BridgeRouter {
 
     // MARK: Time
 
-    /// Periodic work: due downlinks (re-checked against the loop rules and freshness), presence.
+    /// Periodic work: presence.
     public mutating func tick(now: Double) -> [Action] {
-        var actions: [Action] = []
-        delegated.removeAll { $0.until <= now }
-        let loop = self.loop
-        var islandHas: [EventID] = []
-        let due = downlinks.due(now: now) { key, pending in
-            let fresh = abs(Int64(now) - pending.createdAt) <= EventRules.Limits.maxEventAgeSeconds
-            if case .text = pending.downlink { return fresh && !loop.wasLearnedFromMesh(key.event) }
-            // The radio copy was heard while it was held: the island has it (rule 1 from now on, also after a restart).
-            if let stableID = pending.radioStableID, loop.heardRadioCopy(stableID) { islandHas.append(key.event) }
-            return fresh && loop.mayRebroadcast(key.event, signer: pending.signer, radioStableID: pending.radioStableID)
-        }
-        for id in islandHas { self.loop.recordLearnedFromMesh(id) }
-        for sent in due.sent {
-            let id = sent.id.event
-            if case .carrier = sent.item.downlink {
-                self.loop.recordRebroadcast(id)
-                actions.append(.remember(id, .rebroadcast))
-            }
-            actions.append(.broadcast(sent.item.downlink, eventID: id))
-            counters.broadcasts.add(sent.lane.queue)
-            if downlinkedEvents.insert(id).inserted { counters.downlinkedMessages += 1 }
-        }
-        actions += presence(now: now, force: false)
-        actions += channelPresence(now: now, force: false)
-        return actions
+        presence(now: now, force: false) + channelPresence(now: now, force: false)
     }
 
-    /// When ``tick(now:)`` has work next: a downlink hold ends or the budget frees up, or a presence is due
-    /// (only while a relay is up); `.infinity` when nothing is (an idle bridge with no relay sleeps).
+    /// When ``tick(now:)`` has work next: a presence is due (only while a relay is up); `.infinity` when nothing is
+    /// (an idle bridge with no relay sleeps).
     public func nextWake(now: Double) -> Double {
-        var next = downlinks.nextWake(now: now) ?? .infinity
-        guard relaysUp else { return next }
+        guard relaysUp else { return .infinity }
+        var next = Double.infinity
         if settings.rendezvousCell != nil, rendezvousKey != nil {
             next = min(next, lastPresence.map { $0 + settings.limits.presenceInterval } ?? now)
         }
         if settings.channel != nil, channelKey != nil { next = min(next, nextChannelPresence ?? now) }
         return next
     }
+
+    // MARK: Downlinks due
+
+    /// Whether a downlink the airtime machine has due still may cross (the loop rules, freshness), and whether the
+    /// island has it from its radio copy, heard while it was held (rule 1 from now on, ``downlinked(_:islandHas:)``).
+    public func recheck(_ offer: AirtimeMachine.Offer, now: Double) -> (wanted: Bool, islandHas: Bool) {
+        let fresh = abs(Int64(now) - offer.createdAt) <= EventRules.Limits.maxEventAgeSeconds
+        let id = offer.key.event
+        if case .text = offer.downlink { return (fresh && !loop.wasLearnedFromMesh(id), false) }
+        let heard = offer.radioStableID.map { loop.heardRadioCopy($0) } ?? false
+        return (fresh && loop.mayRebroadcast(id, signer: offer.signer, radioStableID: offer.radioStableID), heard)
+    }
+
+    /// The downlinks the airtime machine put on the air, as broadcasts (a carrier remembered as rebroadcast first), and
+    /// the events the island turned out to have (learned).
+    public mutating func downlinked(_ sent: [AirtimeMachine.Offer], islandHas: [EventID]) -> [Action] {
+        for id in islandHas { loop.recordLearnedFromMesh(id) }
+        var actions: [Action] = []
+        for offer in sent {
+            let id = offer.key.event
+            if case .carrier = offer.downlink {
+                loop.recordRebroadcast(id)
+                actions.append(.remember(id, .rebroadcast))
+            }
+            actions.append(.broadcast(offer.downlink, eventID: id))
+        }
+        return actions
+    }
+
+    /// Whether the island's radio copy of the public mesh message `stableID` was heard (loop rule 1).
+    public func heardRadioCopy(_ stableID: String) -> Bool { loop.heardRadioCopy(stableID) }
 
     /// Rendezvous presence (kind 20001, `[["r", cell]]`, empty content) every 240 s while a relay is up,
     /// never more often than every 30 s.

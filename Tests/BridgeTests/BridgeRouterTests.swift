@@ -25,12 +25,12 @@ struct BridgeRouterTests {
 
     func router(
         mirror: Bool = false, remembered: ([EventID], [EventID]) = ([], []), radioCopies: [String] = [], judge: BridgeJudge = .passAll
-    ) -> BridgeRouter {
-        BridgeRouter(
+    ) -> RouterWithAirtime {
+        RouterWithAirtime(BridgeRouter(
             settings: .init(channel: try! GeohashCell("u4pruy"), rendezvousCell: try! GeohashCell("u4pruy"), mirrorDownlink: mirror),
             ownKeys: [own.publicKey, rendezvousKey.publicKey], rendezvousKey: rendezvousKey,
             remembered: RememberedEvents(published: remembered.0, rebroadcast: remembered.1, radioCopies: radioCopies), judge: judge,
-            clockOrigin: .now)
+            clockOrigin: .now))
     }
 
     func event(_ key: SchnorrSecretKey, kind: Int = 20000, tags: [[String]], content: String = "hi", at: Double = now) -> NostrEvent {
@@ -60,8 +60,8 @@ struct BridgeRouterTests {
         var sent: [EventID] = []
         for step in 1...30 { sent += broadcasts(r.tick(now: Self.now + Double(step))) }
         #expect(sent == [e.id, e.id], "a carrier and a mirror line")
-        #expect(r.counters.broadcasts.total == 2 && r.counters.forwarded(.nostrToMesh) == 1)
-        #expect(r.counters.broadcasts.byLabel == ["gateway": 1, "mirror": 1])
+        #expect(r.airtime.counters.broadcasts.total == 2 && r.airtime.counters.messages == 1)
+        #expect(r.airtime.counters.broadcasts.byLabel == ["gateway": 1, "mirror": 1])
     }
 
     @Test("channel event → fromGateway carrier after the hold, remembered before it is sent")
@@ -102,7 +102,7 @@ struct BridgeRouterTests {
     }
 
     /// What `router` broadcast from `from` to `until` (ticking every `step` s), with the times.
-    func broadcastTimes(_ r: inout BridgeRouter, from: Double, until: Double, step: Double = 0.5) -> [Double] {
+    func broadcastTimes(_ r: inout RouterWithAirtime, from: Double, until: Double, step: Double = 0.5) -> [Double] {
         var times: [Double] = []
         var t = from
         while t < until {
@@ -126,22 +126,22 @@ struct BridgeRouterTests {
         // Queue bound: 61 pending → one is dropped (here the oldest: all are first-contact keys).
         var q = router()
         for i in 0..<61 { _ = q.relayEvent(event(author(i), tags: [["g", "u4pruy"]], content: "q\(i)"), now: Self.now, random: 1) }
-        #expect(q.pendingDownlinks == 60 && q.counters.downlinkQueueDrops[.gateway] == 1)
-        #expect(q.downlinkDrops[.queueFull] == 1)
+        #expect(q.pendingDownlinks == 60 && q.airtime.counters.queueDrops[.gateway] == 1)
+        #expect(q.airtime.drops[.queueFull] == 1)
         // One sender's eleventh waiting line replaces its own oldest.
         var b = router()
         for i in 0..<11 { _ = b.relayEvent(event(bob, tags: [["g", "u4pruy"]], content: "b\(i)"), now: Self.now, random: 1) }
-        #expect(b.pendingDownlinks == 10 && b.downlinkDrops[.senderBacklog] == 1)
+        #expect(b.pendingDownlinks == 10 && b.airtime.drops[.senderBacklog] == 1)
     }
 
     @Test("served levels: parents and block children go out with their own geohash, under one budget")
     func levels() throws {
         let cell = try GeohashCell("u4pruy")
-        var r = BridgeRouter(
+        var r = RouterWithAirtime(BridgeRouter(
             settings: .init(
                 channel: cell, rendezvousCell: nil, servedChannels: ChannelLevels.channels(for: cell)),
-            ownKeys: [own.publicKey], rendezvousKey: nil, clockOrigin: .now)
-        #expect(r.settings.servedChannels.count == 1 + 3 + 32)
+            ownKeys: [own.publicKey], rendezvousKey: nil, clockOrigin: .now))
+        #expect(r.router.settings.servedChannels.count == 1 + 3 + 32)
         let levels = ["u4", "u4pr", "u4pru", "u4pruy", "u4pruy7", "u4pruz", "u4pruy7b"]
         for (i, g) in levels.enumerated() {
             _ = r.relayEvent(event(author(i), tags: [["g", g]], content: "at \(g)"), now: Self.now, random: 0)
@@ -167,7 +167,7 @@ struct BridgeRouterTests {
         var r = router()
         let e = event(alice, tags: [["r", "u4pruz"], ["n", "a"]])
         _ = r.relayEvent(e, now: Self.now, random: 1)
-        _ = r.meshCarrier(carrier(.fromBridge, e, geohash: "u4pruz"), now: Self.now + 0.5)
+        _ = r.router.meshCarrier(carrier(.fromBridge, e, geohash: "u4pruz"), now: Self.now + 0.5)
         #expect(broadcasts(r.tick(now: Self.now + 2)).isEmpty)
         #expect(r.counters.carriersLearned == 1)
     }
@@ -186,7 +186,7 @@ struct BridgeRouterTests {
         // A local radio message, then its bridged copy with the matching m hint from the relay.
         let ts: UInt64 = 1_750_000_000_123
         let stable = MeshMessageIdentity.stableID(senderHex: "0011223344556677", timestampMs: ts, content: "hello mesh")
-        _ = r.meshMessage(
+        _ = r.router.meshMessage(
             MeshPublicMessage(sender: depositor, nickname: "d", text: "hello mesh", timestamp: ts, stableID: stable, ttl: 7),
             senderKey: "fp", now: Self.now)
         let bridged = event(bob, tags: [["r", "u4pruy"], ["m", stable, "0011223344556677", String(ts)]], content: "hello mesh")
@@ -194,8 +194,8 @@ struct BridgeRouterTests {
         #expect(broadcasts(r.tick(now: Self.now + 4)).isEmpty)
         #expect(r.counters.relayDrops[.loop] == 1)
         // After a graceful restart (the radio copies kept), the relay's replay of the bridged copy is still dropped.
-        #expect(r.radioCopies == [stable])
-        var restarted = router(radioCopies: r.radioCopies)
+        #expect(r.router.radioCopies == [stable])
+        var restarted = router(radioCopies: r.router.radioCopies)
         _ = restarted.relayEvent(bridged, now: Self.now + 5, random: 0)
         #expect(broadcasts(restarted.tick(now: Self.now + 7)).isEmpty && restarted.counters.relayDrops[.loop] == 1)
     }
@@ -203,11 +203,11 @@ struct BridgeRouterTests {
     @Test("toBridge deposit: verified, published once, remembered first; rule 2 keeps it off the mesh")
     func deposit() {
         var r = router()
-        _ = r.relaysConnected(true, now: Self.now)
+        _ = r.router.relaysConnected(true, now: Self.now)
         let e = event(alice, tags: [["r", "u4pruy"], ["n", "a"]])
-        let actions = r.meshCarrier(carrier(.toBridge, e), now: Self.now)
+        let actions = r.router.meshCarrier(carrier(.toBridge, e), now: Self.now)
         #expect(actions == [.remember(e.id, .published), .publish(e)])
-        #expect(r.meshCarrier(carrier(.toBridge, e), now: Self.now + 1).isEmpty)
+        #expect(r.router.meshCarrier(carrier(.toBridge, e), now: Self.now + 1).isEmpty)
         _ = r.relayEvent(e, now: Self.now + 2, random: 0)
         #expect(broadcasts(r.tick(now: Self.now + 4)).isEmpty)
     }
@@ -216,22 +216,22 @@ struct BridgeRouterTests {
     func depositRules() throws {
         var r = router()
         let wrongCell = event(alice, tags: [["r", "9q8yyk"]])
-        #expect(r.meshCarrier(carrier(.toBridge, wrongCell), now: Self.now).isEmpty)
+        #expect(r.router.meshCarrier(carrier(.toBridge, wrongCell), now: Self.now).isEmpty)
         var json = event(alice, tags: [["r", "u4pruy"]]).json
         json = json.replacingOccurrences(of: "\"hi\"", with: "\"ho\"")
         let forged = MeshCarrier(
             sender: depositor, payload: NostrCarrierPayload(direction: .toBridge, geohash: "u4pruy", eventJSON: Array(json.utf8)),
             timestamp: 0)
-        #expect(r.meshCarrier(forged, now: Self.now).isEmpty)
+        #expect(r.router.meshCarrier(forged, now: Self.now).isEmpty)
         #expect(r.counters.depositDrops[.verification(.idMismatch)] == 1)
         // Offline: accepted deposits queue, then flush on connect (presence goes out too).
         var offline = router()
         let queued = (0..<10).map { event(alice, tags: [["r", "u4pruy"]], content: "d\($0)") }
-        for e in queued { #expect(offline.meshCarrier(carrier(.toBridge, e), now: Self.now).isEmpty) }
-        #expect(offline.meshCarrier(carrier(.toBridge, event(alice, tags: [["r", "u4pruy"]], content: "11th")), now: Self.now).isEmpty)
+        for e in queued { #expect(offline.router.meshCarrier(carrier(.toBridge, e), now: Self.now).isEmpty) }
+        #expect(offline.router.meshCarrier(carrier(.toBridge, event(alice, tags: [["r", "u4pruy"]], content: "11th")), now: Self.now).isEmpty)
         #expect(offline.counters.depositDrops[.depositorRate] == 1)
-        #expect(offline.queuedUplinks == 5)  // ≤ 5 per depositor while offline
-        let flushed = offline.relaysConnected(true, now: Self.now + 1)
+        #expect(offline.router.queuedUplinks == 5)  // ≤ 5 per depositor while offline
+        let flushed = offline.router.relaysConnected(true, now: Self.now + 1)
         #expect(published(flushed).filter { $0.kind == 20000 }.map(\.content) == ["d5", "d6", "d7", "d8", "d9"])
         #expect(published(flushed).filter { $0.kind == 20001 }.count == 1)
     }
@@ -239,11 +239,11 @@ struct BridgeRouterTests {
     @Test("toGateway deposit needs kind 20000 and g = the carrier geohash")
     func gatewayDeposit() {
         var r = router()
-        _ = r.relaysConnected(true, now: Self.now)
+        _ = r.router.relaysConnected(true, now: Self.now)
         let good = event(alice, tags: [["g", "u4pruy"], ["n", "a"]])
-        #expect(published(r.meshCarrier(carrier(.toGateway, good), now: Self.now)) == [good])
+        #expect(published(r.router.meshCarrier(carrier(.toGateway, good), now: Self.now)) == [good])
         let presence = event(bob, kind: 20001, tags: [["g", "u4pruy"]], content: "")
-        #expect(r.meshCarrier(carrier(.toGateway, presence), now: Self.now).isEmpty)
+        #expect(r.router.meshCarrier(carrier(.toGateway, presence), now: Self.now).isEmpty)
     }
 
     @Test("hidden by the judge: nothing crosses in either direction, counted by rule, reported for the log")
@@ -251,9 +251,9 @@ struct BridgeRouterTests {
         var judge = BridgeJudge.passAll
         judge.setBlocked([try IdentityKey.nostr(pubkey: alice.publicKey.bytes), try IdentityKey.nostr(pubkey: bob.publicKey.bytes)])
         var r = router(judge: judge)
-        _ = r.relaysConnected(true, now: Self.now)
+        _ = r.router.relaysConnected(true, now: Self.now)
         let down = r.relayEvent(event(alice, tags: [["g", "u4pruy"]]), now: Self.now, random: 0)
-        let up = r.meshCarrier(carrier(.toBridge, event(bob, tags: [["r", "u4pruy"]])), now: Self.now)
+        let up = r.router.meshCarrier(carrier(.toBridge, event(bob, tags: [["r", "u4pruy"]])), now: Self.now)
         #expect(broadcasts(r.tick(now: Self.now + 2)).isEmpty)
         #expect(published(up).isEmpty)
         for (actions, direction) in [(down, BridgeRouter.Direction.nostrToMesh), (up, .meshToNostr)] {
@@ -272,22 +272,22 @@ struct BridgeRouterTests {
         var judge = BridgeJudge.passAll
         judge.setBlocked([try IdentityKey.nostr(pubkey: bob.publicKey.bytes)])
         var r = router(judge: judge)
-        _ = r.relaysConnected(true, now: Self.now)
+        _ = r.router.relaysConnected(true, now: Self.now)
         let passed = event(alice, tags: [["g", "u4pruy"]])
         _ = r.relayEvent(passed, now: Self.now, random: 0)
         _ = r.relayEvent(event(bob, tags: [["g", "u4pruy"]]), now: Self.now, random: 0)
-        let journal = r.takeJudgements()
+        let journal = r.router.takeJudgements()
         #expect(journal.map(\.verdict) == [.pass, .hide(.blocked)])
         #expect(journal.first?.candidate.messageID == passed.id.hex && journal.first?.report == nil)
         #expect(journal.last?.report?.rule == .blocked)
-        #expect(r.takeJudgements().isEmpty, "drained")
+        #expect(r.router.takeJudgements().isEmpty, "drained")
         // Mesh messages are each judged (no inbound limiter before the judge), so the bound shows.
         for i in 0..<(BridgeRouter.JournalLimits.maxJournal + 3) {
             let message = MeshPublicMessage(
                 sender: depositor, nickname: "d", text: "line \(i)", timestamp: UInt64(Self.now * 1000), stableID: "s\(i)", ttl: 7)
-            _ = r.meshMessage(message, senderKey: "k", now: Self.now)
+            _ = r.router.meshMessage(message, senderKey: "k", now: Self.now)
         }
-        let kept = r.takeJudgements()
+        let kept = r.router.takeJudgements()
         #expect(kept.count == BridgeRouter.JournalLimits.maxJournal)
         #expect(kept.last?.candidate.text == "line \(BridgeRouter.JournalLimits.maxJournal + 2)")
     }
@@ -297,7 +297,7 @@ struct BridgeRouterTests {
         var judge = BridgeJudge.passAll
         judge.setBlocked([try IdentityKey.nostr(pubkey: alice.publicKey.bytes)])
         var r = router(judge: judge)
-        _ = r.relaysConnected(true, now: Self.now)
+        _ = r.router.relaysConnected(true, now: Self.now)
         let hidden = event(alice, tags: [["g", "u4pruy"]], content: "happy new year everyone")
         #expect(r.relayEvent(hidden, now: Self.now, random: 0).count == 1, "hidden: only its report")
         #expect(broadcasts(r.tick(now: Self.now + 2)).isEmpty)
@@ -324,12 +324,12 @@ struct BridgeRouterTests {
     @Test("presence: on connect, then every 240 s, never closer than 30 s")
     func presence() {
         var r = router()
-        #expect(published(r.relaysConnected(true, now: Self.now)).map(\.kind) == [20001])
+        #expect(published(r.router.relaysConnected(true, now: Self.now)).map(\.kind) == [20001])
         #expect(published(r.tick(now: Self.now + 239)).isEmpty)
         let next = published(r.tick(now: Self.now + 240))
         #expect(next.count == 1 && next[0].tags == [["r", "u4pruy"]] && next[0].content.isEmpty)
-        _ = r.relaysConnected(false, now: Self.now + 250)
-        #expect(published(r.relaysConnected(true, now: Self.now + 260)).isEmpty)  // < 30 s after the last
+        _ = r.router.relaysConnected(false, now: Self.now + 250)
+        #expect(published(r.router.relaysConnected(true, now: Self.now + 260)).isEmpty)  // < 30 s after the last
     }
 
     @Test("plain-text mirror (downlink on): the line goes out with its author and name, for the author's persona")
@@ -347,7 +347,7 @@ struct BridgeRouterTests {
     }
 }
 
-@Suite("Bridge router: bridges of one island share the downlink")
+@Suite("Airtime machine: bridges of one island share the downlink")
 struct BridgeIslandShareTests {
     static let t0 = 1_750_000_000.0
     static let peers = (1...3).map { MeshPeerID(rawValue: UInt64($0) * 0x1111_1111) }
@@ -361,20 +361,20 @@ struct BridgeIslandShareTests {
         }
     }
 
-    static func router(own: MeshPeerID, island: [MeshPeerID]) throws -> BridgeRouter {
+    static func router(own: MeshPeerID, island: [MeshPeerID]) throws -> RouterWithAirtime {
         var limits = BridgeLimits()
         limits.airtime.perMinute = 1000
         limits.airtime.burst = 1000
         limits.airtime.maxPending = 200
-        var router = BridgeRouter(
+        var router = RouterWithAirtime(BridgeRouter(
             settings: .init(channel: try GeohashCell("u4pruy"), rendezvousCell: nil, limits: limits), ownKeys: [],
-            rendezvousKey: nil, clockOrigin: .now)
-        router.setIslandBridges(own: own, gateways: Set(island), rendezvous: [], now: t0)
+            rendezvousKey: nil, clockOrigin: .now))
+        router.airtime.setIslandBridges(own: own, gateways: Set(island), rendezvous: [], now: t0)
         return router
     }
 
     /// The event ids a router broadcast up to `until` (ticking every 0.5 s).
-    static func carried(_ router: inout BridgeRouter, from: Double, until: Double) -> Set<EventID> {
+    static func carried(_ router: inout RouterWithAirtime, from: Double, until: Double) -> Set<EventID> {
         var ids: Set<EventID> = []
         var now = from
         while now <= until {
@@ -400,7 +400,7 @@ struct BridgeIslandShareTests {
         }
         // Rendezvous hashing spreads the work: each of the three carries a fair share of 60.
         for set in carriedBy { #expect((10...30).contains(set.count), "\(carriedBy.map(\.count))") }
-        #expect(routers.map(\.counters.downlinksDelegated).reduce(0, +) == 120)
+        #expect(routers.map(\.airtime.counters.delegated).reduce(0, +) == 120)
     }
 
     @Test("a bridge alone, or not told of its island, carries everything")
@@ -420,18 +420,18 @@ struct BridgeIslandShareTests {
         let mine = Set(events.map(\.id).filter { CarrierChoice.carrier(for: $0, among: Self.peers) == own })
         #expect(Self.carried(&router, from: Self.t0, until: Self.t0 + 3) == mine)
         // Peer 2 leaves at +3 s: its events go to the higher weight of peers 1 and 3.
-        router.setIslandBridges(own: own, gateways: [Self.peers[2]], rendezvous: [], now: Self.t0 + 3)
+        router.airtime.setIslandBridges(own: own, gateways: [Self.peers[2]], rendezvous: [], now: Self.t0 + 3)
         let moved = Set(events.map(\.id).filter {
             CarrierChoice.carrier(for: $0, among: Self.peers) == Self.peers[1]
                 && CarrierChoice.carrier(for: $0, among: [own, Self.peers[2]]) == own
         })
         #expect(!moved.isEmpty)
         #expect(Self.carried(&router, from: Self.t0 + 3, until: Self.t0 + 8) == moved)
-        #expect(router.counters.downlinksTakenOver == moved.count)
+        #expect(router.airtime.counters.takenOver == moved.count)
         // Peer 3 leaves after the 10 s window: nothing more is carried.
-        router.setIslandBridges(own: own, gateways: [], rendezvous: [], now: Self.t0 + 11)
+        router.airtime.setIslandBridges(own: own, gateways: [], rendezvous: [], now: Self.t0 + 11)
         #expect(Self.carried(&router, from: Self.t0 + 11, until: Self.t0 + 15).isEmpty)
-        #expect(router.delegatedDownlinks == 0)
+        #expect(router.airtime.delegatedCount == 0)
     }
 
     @Test("at a graceful stop, what still waits here is left to the island's other bridges (remembered as learned); alone, nothing is")
@@ -442,10 +442,10 @@ struct BridgeIslandShareTests {
         for event in events { _ = router.relayEvent(event, now: Self.t0, random: 0) }
         let mine = Set(events.map(\.id).filter { CarrierChoice.carrier(for: $0, among: Self.peers) == own })
         #expect(!mine.isEmpty && mine.count < events.count && router.pendingDownlinks == mine.count, "its own choices wait here")
-        #expect(Set(router.downlinksLeftToIsland) == Set(events.map(\.id)), "its own: taken over on the leave; the rest: their carriers'")
+        #expect(Set(router.airtime.leftToIsland(heard: router.router.heardRadioCopy)) == Set(events.map(\.id)), "its own: taken over on the leave; the rest: their carriers'")
         var alone = try Self.router(own: own, island: [])
         for event in events { _ = alone.relayEvent(event, now: Self.t0, random: 0) }
-        #expect(alone.pendingDownlinks == events.count && alone.downlinksLeftToIsland.isEmpty, "alone: the replay carries them")
+        #expect(alone.pendingDownlinks == events.count && alone.airtime.leftToIsland(heard: alone.router.heardRadioCopy).isEmpty, "alone: the replay carries them")
     }
 
     @Test("the choice does not depend on the order of the set, and a peer's own view agrees")

@@ -341,7 +341,7 @@ struct CoordinatorTests {
         }
         #expect(world.recent.rows.contains { $0.0 == event.id.bytes && $0.1 == .rebroadcast })
         let snapshot = await world.coordinator.snapshot()
-        #expect(snapshot.router.broadcasts[.gateway] == 1)
+        #expect(snapshot.airtime.broadcasts[.gateway] == 1)
     }
 
     @Test("gossip sync keeps only what verified and what the judgement passed: the phone's announce, not the hidden copies")
@@ -483,7 +483,7 @@ struct CoordinatorTests {
         let snapshot = await world.coordinator.snapshot()
         #expect(snapshot.blockedKeys == 1)
         #expect(snapshot.router.hidden[.init(direction: .nostrToMesh, rule: .blocked)] == 1)
-        #expect(snapshot.router.broadcasts.total == 1)
+        #expect(snapshot.airtime.broadcasts.total == 1)
     }
 
     @Test("metrics: the uplink store's drops and the moderation-log count reach /metrics (issue 15 defect 1)")

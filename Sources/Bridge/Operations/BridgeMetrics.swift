@@ -393,8 +393,9 @@ public struct BridgeMetrics: Sendable, Equatable {
     /// Fills the bridge-side figures from the coordinator's snapshot.
     public mutating func add(_ bridge: BridgeCoordinator.Snapshot) {
         let c = bridge.router
-        for direction in BridgeRouter.Direction.allCases { forwarded[direction.rawValue] = c.forwarded(direction) }
-        downlinkForms = c.broadcasts.byLabel
+        forwarded[BridgeRouter.Direction.nostrToMesh.rawValue] = bridge.airtime.messages
+        forwarded[BridgeRouter.Direction.meshToNostr.rawValue] = c.uplinked
+        downlinkForms = bridge.airtime.broadcasts.byLabel
         for (key, count) in c.hidden.counts {
             hidden[HiddenKey(direction: key.direction.rawValue, rule: key.rule.label), default: 0] += count
         }
@@ -405,7 +406,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         presenceSent = c.presenceSent.byLabel
         queueDepths[.downlink] = bridge.pendingDownlinks
         queueDepths[.uplink] = bridge.queuedUplinks
-        queueDrops[.downlink] = c.downlinkQueueDrops.total
+        queueDrops[.downlink] = bridge.airtime.queueDrops.total
         queueDrops[.uplink] = c.depositDrops[.queueFull]
         queueDrops[.meshOutbox] = bridge.coordinator.meshOutboxDrops
         if let stored = bridge.storedUplinks { queueDepths[.uplinkStore] = stored }

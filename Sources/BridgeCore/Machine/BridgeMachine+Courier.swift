@@ -21,12 +21,12 @@ public enum CourierRelayInput: Sendable {
 /// the engine's answers to deliveries) and from the courier relays; its deliveries become directed 0x04 sends of the
 /// engine, everything else leaves as ``Action/courier(_:)`` for the executor. Nothing here reads or logs the mail.
 ///
-/// Handovers take their slots from the router's one downlink schedule (``BridgeRouter/courierSlots(now:)``): after the
+/// Handovers take their slots from the one airtime schedule (``AirtimeMachine/courierSlots(now:)``): after the
 /// chat downlinks ready to go, within courier's share of the mesh budget (``AirtimeSettings/courierPerMinute``).
 extension BridgeMachine {
     mutating func courier(_ input: CourierGateway.Input, now: Double) -> [Action] {
         guard var gateway = courierGateway else { return [] }
-        let actions = gateway.handle(input, nowMs: Self.ms(now), slots: router.courierSlots(now: now))
+        let actions = gateway.handle(input, nowMs: Self.ms(now), slots: airtime.courierSlots(now: now))
         courierGateway = gateway
         var handovers = 0
         let mapped = actions.map { action -> Action in
@@ -36,7 +36,7 @@ extension BridgeMachine {
             }
             return .courier(action)
         }
-        router.chargeCourier(handovers, now: now, waiting: gateway.waitsForSlots)
+        airtime.chargeCourier(handovers, now: now, waiting: gateway.waitsForSlots)
         return mapped
     }
 
@@ -75,6 +75,6 @@ extension BridgeMachine {
         guard let gateway = courierGateway else { return nil }
         let own = gateway.nextDeadline().map { Double($0) / 1000 }
         guard gateway.waitsForSlots else { return own }
-        return min(own ?? .infinity, router.nextCourierSlot(now: now))
+        return min(own ?? .infinity, airtime.nextCourierSlot(now: now))
     }
 }

@@ -90,15 +90,15 @@ extension BridgeMachine {
         return sent(answers)
     }
 
-    /// Hands a changed set of island bridges to the router (which may take over downlinks of a bridge that left)
+    /// Hands a changed set of island bridges to the airtime machine (which may take over downlinks of a bridge that left)
     /// and logs the change: `island.gateways` / `island.bridges` list the other bridges' peer IDs.
     private mutating func islandChanged(now: Double) -> [Action] {
-        let before = router.counters.downlinksTakenOver
-        router.setIslandBridges(own: ownPeerID, gateways: peers.gateways, rendezvous: peers.rendezvous, now: now)
+        let before = airtime.counters.takenOver
+        airtime.setIslandBridges(own: ownPeerID, gateways: peers.gateways, rendezvous: peers.rendezvous, now: now)
         return [.log(LogLine(.info, "island bridges", [
             ("island.gateways", .array(peers.gateways.sorted().map { .string($0.hex) })),
             ("island.bridges", .array(peers.rendezvous.sorted().map { .string($0.hex) })),
-            ("downlinks.taken_over", .integer(Int64(router.counters.downlinksTakenOver - before))),
+            ("downlinks.taken_over", .integer(Int64(airtime.counters.takenOver - before))),
         ]))]
     }
 

@@ -146,7 +146,10 @@ extension BridgeMachine {
         var refused: BridgeRouter.ReleaseRefusal?
         switch item {
         case .channelEvent(let event):
-            if case .failure(let refusal) = router.release(event, now: now, random: random.unit()) { refused = refusal }
+            switch router.release(event, now: now, random: random.unit()) {
+            case .failure(let refusal): refused = refusal
+            case .success(let routed): actions += perform(routed, now: now)
+            }
         case .deposit(let event, let depositor):
             switch router.releaseDeposit(event, from: depositor, now: now) {
             case .failure(let refusal): refused = refusal
@@ -177,12 +180,12 @@ extension BridgeMachine {
     /// must be verified first from its first second.
     mutating func refreshPriorityAuthors(now: Double, operatorChange: Bool = false) -> [Action] {
         // A sender became established since the last computation (without a delivery).
-        let establishing = router.nextEstablishment(now: priorityComputedAt).map { $0 <= now } ?? false
+        let establishing = airtime.nextEstablishment(now: priorityComputedAt).map { $0 <= now } ?? false
         guard operatorChange || priorityDirty || establishing, operatorChange || now >= priorityComputedAt + Limits.priorityAuthorsRefresh
         else { return [] }
         priorityDirty = false
         priorityComputedAt = now
-        var authors = router.establishedAuthors(now: now)
+        var authors = airtime.establishedAuthors(now: now)
         let vouched = localMarks.staff.union(operatorLists?.verified ?? [])
         for key in vouched where key.kind == .nostr { authors.insert(key.hex) }
         guard authors != priorityAuthors else { return [] }

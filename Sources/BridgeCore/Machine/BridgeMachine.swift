@@ -178,6 +178,8 @@ public struct BridgeMachine {
 
     public let configuration: Configuration
     public internal(set) var router: BridgeRouter
+    /// When the router's downlinks and the courier's handovers go on the air (one budget, the island's bridges).
+    public internal(set) var airtime: AirtimeMachine
     public internal(set) var counters = Counters()
     public internal(set) var peers = MeshPeers()
     public internal(set) var connectedRelays = 0
@@ -206,13 +208,14 @@ public struct BridgeMachine {
     var priorityAuthors: Set<String> = []
     var priorityComputedAt = -Double.infinity
     /// The priority authors must be computed again (a delivery or a list changed them); otherwise only when a
-    /// sender becomes established (``BridgeRouter/nextEstablishment(now:)``).
+    /// sender becomes established (``AirtimeMachine/nextEstablishment(now:)``).
     var priorityDirty = true
     /// Set by ``stop(now:)``: inputs are ignored from then on, so nothing arrives after the flush.
     var stopped = false
 
     public init(router: BridgeRouter, configuration: Configuration) {
         self.router = router
+        self.airtime = AirtimeMachine(limits: router.settings.limits)
         self.configuration = configuration
         self.ownPeerID = MeshPeerID(noisePublicKey: configuration.keys.noiseKey.publicKey)
         self.random = SeededRandom(seed: configuration.seed)
@@ -257,7 +260,7 @@ public struct BridgeMachine {
         stopped = true
         var actions: [Action] = []
         for event in router.drainQueuedUplinks() { actions += [.remember(event.id, .published), .keepUplink(event)] }
-        let island = Action.rememberIsland(learned: router.learnedEventIDs + router.downlinksLeftToIsland, radioCopies: router.radioCopies)
+        let island = Action.rememberIsland(learned: router.learnedEventIDs + airtime.leftToIsland(heard: router.heardRadioCopy), radioCopies: router.radioCopies)
         return actions + [island, .mesh(.sendLeave)]
     }
 
@@ -277,7 +280,7 @@ public struct BridgeMachine {
         case .operatorInput(let input): return operatorInput(input, now: now)
         case .localMarks(let marks): return setLocalMarks(marks, log: true, now: now)
         case .deadline:
-            let actions = perform(router.tick(now: now), now: now)
+            let actions = perform(airtime.tick(router: &router, now: now) + router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
             let courierActions = (courierDeadline(now: now).map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
             return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now)
@@ -287,10 +290,10 @@ public struct BridgeMachine {
     /// When the machine next wants ``Input/deadline``: a downlink hold ends, the budget frees up, a presence is
     /// due, a sender becomes established (priority authors). `.infinity` when nothing is due.
     public func nextDeadline(now: Double) -> Double {
-        var next = router.nextWake(now: now)
+        var next = min(router.nextWake(now: now), airtime.nextWake(now: now) ?? .infinity)
         let refresh = max(now, priorityComputedAt + Limits.priorityAuthorsRefresh)
         if priorityDirty { next = min(next, refresh) }
-        if let established = router.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
+        if let established = airtime.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
         if let courier = courierDeadline(now: now) { next = min(next, courier) }
         if let answers = responder?.nextDue { next = min(next, Double(answers) / 1_000) }
         return next
@@ -343,6 +346,8 @@ public struct BridgeMachine {
                     .publish(event),
                     .log(LogLine(.info, "published", [("event.id", .string(event.id.hex)), ("event.kind", .integer(Int64(event.kind)))])),
                 ]
+            case .downlink(let offer):
+                airtime.offer(offer, now: now)
             case .broadcast(let downlink, let id):
                 actions += broadcast(downlink, id: id, now: now)
             case .mirrorUplink(let message, let senderKey):

@@ -5,7 +5,7 @@ import BotCrypto
 /// The verified mesh peers as the bridge needs them, kept from the engine's peer reports: each one's Noise key
 /// (its fingerprint is the spam filter's sender key, its identity the block list's) and signing key (a board
 /// post's author key traced back to a peer), and which of them announce the gateway or the bridge capability —
-/// the other bridges of this island, who share its downlink (``BridgeRouter/setIslandBridges(own:gateways:rendezvous:now:)``).
+/// the other bridges of this island, who share its downlink (``AirtimeMachine/setIslandBridges(own:gateways:rendezvous:now:)``).
 /// Bounded by the engine's peer table: every removal there is a ``MeshAction/peerLost(_:reason:)``, and a
 /// dropped report is repaired by ``MeshAction/peersResync(_:)``.
 public struct MeshPeers: Sendable {
