@@ -31,6 +31,24 @@ struct AirtimeEndToEndTests {
         }
     }
 
+    /// A steward: a fresh key marked allowed (`identities allow`) in the data directory of the bridge `name` before it
+    /// starts.
+    static func steward(allowedBy name: String, _ world: World) async throws -> SchnorrSecretKey {
+        let steward = try SchnorrSecretKey(bytes: SecureRandom.bytes(32))
+        let allowed = try world.spawn(
+            ["identities", "allow", "nostr:\(steward.publicKey.hex)", "--data-dir", "\(world.directory)/\(name)"], name: "allow")
+        #expect(try await allowed.waitForExit() == 0, "\(allowed.transcript)")
+        return steward
+    }
+
+    /// A mesh reader that has verified the bridge's announce — the gateway role alone (no rendezvous, so no `bridge`
+    /// capability): its carriers are what the reader shows.
+    static func reader(_ world: World, island: Int) async throws -> ChildProcess {
+        let reader = try await world.startReader("reader", island: island)
+        _ = try await reader.waitForLine(timeout: .seconds(30), "the bridge's announce") { $0.contains("\"peer\"") && $0.contains("\"gateway\"") }
+        return reader
+    }
+
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
@@ -41,14 +59,9 @@ struct AirtimeEndToEndTests {
         let world = World()
         try await world.startRelay(arguments: ["--notes-per-minute", "100000"])
         let island = try await world.startIsland()
-        let steward = try SchnorrSecretKey(bytes: SecureRandom.bytes(32))
-        let data = "\(world.directory)/paced"
-        let allowed = try world.spawn(["identities", "allow", "nostr:\(steward.publicKey.hex)", "--data-dir", data], name: "allow")
-        #expect(try await allowed.waitForExit() == 0, "\(allowed.transcript)")
+        let steward = try await Self.steward(allowedBy: "paced", world)
         _ = try await world.startBridge("paced", island: island, extra: ["BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none"])
-        let reader = try await world.startReader("reader", island: island)
-        // The gateway role alone (no rendezvous, so no `bridge` capability): its carriers are what the reader shows.
-        _ = try await reader.waitForLine(timeout: .seconds(30), "the bridge's announce") { $0.contains("\"peer\"") && $0.contains("\"gateway\"") }
+        let reader = try await Self.reader(world, island: island)
         let publisher = try await RelayPublisher.start(world)
 
         // The backlog: 60 lines from 60 fresh keys at once (each line twice on the air: a carrier and the mirror's line).
@@ -92,10 +105,7 @@ struct AirtimeEndToEndTests {
         let world = World()
         try await world.startRelay(arguments: ["--notes-per-minute", "100000"])
         let island = try await world.startIsland()
-        let steward = try SchnorrSecretKey(bytes: SecureRandom.bytes(32))
-        let data = "\(world.directory)/flooded"
-        let allowed = try world.spawn(["identities", "allow", "nostr:\(steward.publicKey.hex)", "--data-dir", data], name: "allow")
-        #expect(try await allowed.waitForExit() == 0, "\(allowed.transcript)")
+        let steward = try await Self.steward(allowedBy: "flooded", world)
         // The flood: 20,000 valid channel lines from 20,000 fresh keys, each its own text, sent by a relay as soon as the
         // bridge subscribes, 800 a second for 25 s (the steward's lines all fall inside it: checked below).
         let now = Int64(Date().timeIntervalSince1970)
@@ -112,8 +122,7 @@ struct AirtimeEndToEndTests {
             "BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none", "BRIDGE_HTTP_LISTEN": "127.0.0.1:\(http)",
             "BRIDGE_RELAYS": "\(world.relayURL),ws://127.0.0.1:\(floodPort)",
         ])
-        let reader = try await world.startReader("reader", island: island)
-        _ = try await reader.waitForLine(timeout: .seconds(30), "the bridge's announce") { $0.contains("\"peer\"") && $0.contains("\"gateway\"") }
+        let reader = try await Self.reader(world, island: island)
         let publisher = try await RelayPublisher.start(world)
         // The steward's 8 lines, one every 2 s while the flood runs (stamped 15 s apart in the past: the spam filter
         // judges timestamps, and 8 lines within seconds would be a burst).
