@@ -54,6 +54,24 @@ final class DataDirectoryLock: Sendable {
         if fd >= 0 { close(fd) }
     }
 
+    /// Whether another open file holds `dataDirectory`'s lock now (a bridge runs on it), with the PID it wrote; nil when
+    /// nobody does (or there is no lock file). Takes and gives back a shared lock; never creates the file.
+    static func holder(dataDirectory: String) -> Holder? {
+        let fd = open(FileIO.join(dataDirectory, fileName), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) != 0 else {
+            _ = flock(fd, LOCK_UN)
+            return nil
+        }
+        return errno == EWOULDBLOCK ? Holder(pid: holder(fd)) : nil
+    }
+
+    /// Who holds a data directory's lock: the PID it wrote into the file, when it reads as one.
+    struct Holder {
+        let pid: Int32?
+    }
+
     /// The PID the holder wrote into the lock file, if it reads as one.
     private static func holder(_ fd: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 32)

@@ -31,7 +31,10 @@ public enum Doctor {
 
     /// Every check for `config`, in the order an operator fixes things: storage, the mesh side, the relays, the clock.
     public static func checks(_ config: BridgeConfiguration, options: Options, logger: BotSupport.Logger) async -> [DoctorCheck] {
-        var checks = [DoctorRules.dataDirectory(directoryFacts(Paths.dataDirectory(option: config.dataDirectory)))]
+        var checks = [
+            DoctorRules.dataDirectory(directoryFacts(Paths.dataDirectory(option: config.dataDirectory))),
+            DoctorRules.httpListen(config.httpListen, inUse: config.httpListen.flatMap(LoopbackHTTPServer.listenInUse)),
+        ]
         switch config.mesh {
         case .bluez(let adapter):
             checks += bluetooth(adapter: adapter, confPath: options.bluezConfPath)
@@ -70,6 +73,10 @@ public enum Doctor {
             return facts
         }
         facts.mode = UInt32(info.st_mode) & 0o7777
+        if let holder = DataDirectoryLock.holder(dataDirectory: path) {
+            facts.held = true
+            facts.holderPID = holder.pid
+        }
         facts.ownerUID = info.st_uid
         facts.writable = access(path, W_OK | X_OK) == 0
         for name in [KeyStore.fileName, ConsoleToken.fileName, OperatorKeys.secretFileName] {

@@ -52,7 +52,16 @@ struct RuntimeStores: @unchecked Sendable {
             throw .failure("data directory: \(error)")
         }
         let lock = try DataDirectoryLock.acquire(dataDirectory: dataDirectory)
-        let keys = try DataFiles.loadKeys(KeyStore(dataDirectory: dataDirectory)) { logger.notice($0) }.keys
+        let loaded = try DataFiles.loadKeys(KeyStore(dataDirectory: dataDirectory)) { logger.notice($0) }
+        let keys = loaded.keys
+        if loaded.created {
+            // Said loudly (issue 35): a mistyped data directory made a new identity and started bridging without the
+            // staff, the blocks or the held mail of the bridge the operator meant.
+            logger.notice("new bridge identity: no keys.json was in the data directory, so this is a bridge the mesh has never met "
+                + "(no staff, no blocks, no held mail); if this bridge has run before, stop it and check --data-dir, data_dir or BRIDGE_DATA_DIR", [
+                ("data.dir", .string(dataDirectory)), ("mesh.peer", .string(Hex.encode(keys.peerID))),
+            ])
+        }
         let fleet = try fleetSettings(config, dataDirectory: dataDirectory)
         let spamConfig: SpamFilterConfig
         let modlogConfig: ModerationLogConfig

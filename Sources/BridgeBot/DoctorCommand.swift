@@ -16,7 +16,9 @@ enum DoctorCommand {
             .flag("--json", "Print one JSON object: ok, and each check with name, outcome, detail and fix."),
         ],
         details: """
-            Reads, never changes: the data directory (owner, mode, the secret files' modes, free space); with mesh
+            Reads, never changes: the data directory (owner, mode, the secret files' modes, free space, whether a bridge
+            runs on it; a directory that does not exist yet warns: the first start makes a new identity there); that
+            http_listen is free; with mesh
             bluez, the D-Bus system bus and its policy, BlueZ, the adapter (present, powered, LE central and
             peripheral) and BlueZ's main.conf (JustWorksRepairing = never, ControllerMode = le, Privacy = device,
             so iPhones connect without a PIN prompt); with tcp:// segments, that a radio hub listens at each; each

@@ -227,6 +227,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
+    /// Whether `listen` (`http_listen`'s `host:port`) is taken by another listener now, as ``start()`` would find it
+    /// (`bitchat-bridge doctor`); nil when it does not parse.
+    public static func listenInUse(_ listen: String) -> Bool? {
+        guard let (host, port) = try? parseListen(listen) else { return nil }
+        let address = host == "localhost" ? "127.0.0.1" : host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return inUse(address: address, port: port)
+    }
+
     /// Whether binding `address:port` as lws does (SO_REUSEADDR) fails with EADDRINUSE: someone listens there.
     static func inUse(address: String, port: Int) -> Bool {
         guard port > 0 else { return false }

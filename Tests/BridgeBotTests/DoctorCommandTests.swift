@@ -35,7 +35,7 @@ struct DoctorCommandTests {
 
         let good = try await runBridge(["doctor"], environment: Self.environment(data: data, relay: relay, mesh: mesh))
         #expect(good.status == 0, "\(good.stdout)\n\(good.stderr)")
-        for line in ["ok    configuration", "ok    data directory", "skip  bluetooth", "ok    radio segment", "ok    relay", "ok    clock",
+        for line in ["ok    configuration", "ok    data directory", "skip  http listen", "skip  bluetooth", "ok    radio segment", "ok    relay", "ok    clock",
                      "doctor: no check failed."] {
             #expect(good.stdout.contains(line), "\(line): \(good.stdout)")
         }
@@ -47,7 +47,7 @@ struct DoctorCommandTests {
         let down = "tcp://127.0.0.1:\(RunStartTests.closedPort())"
         let bad = try await runBridge(["doctor", "--json"], environment: Self.environment(data: data, relay: relay, mesh: mesh + "," + down))
         #expect(bad.status == 1, "\(bad.stdout)")
-        #expect(bad.stderr.contains("doctor: 2 of 7 checks failed"), "\(bad.stderr)")
+        #expect(bad.stderr.contains("doctor: 2 of 8 checks failed"), "\(bad.stderr)")
         let checks = try Self.checks(bad.stdout)
         let clock = try #require(checks.first { $0.name == "clock" })
         #expect(clock.outcome == "fail" && clock.detail.contains("ahead of the relays"), "\(clock)")
@@ -79,4 +79,60 @@ struct DoctorCommandTests {
                 "\(invalid.stdout)\n\(invalid.stderr)")
         await relay.stop()
     }
+
+    @Test("issue 35: a data directory that does not exist warns of a new identity; one another bridge holds, and an http_listen port something listens on, fail naming the fix")
+    func newIdentityHeldDirectoryAndPort() async throws {
+        let relay = try LoopbackRelay()
+        let (hub, hubPort) = try await RunStartTests.radioHub()
+        defer { hub.stop() }
+        let mesh = "tcp://127.0.0.1:\(hubPort)"
+        let typo = TestEnvironment.temporaryDirectory("doctor-new") + "/stage-a"
+        let fresh = try await runBridge(["doctor"], environment: Self.environment(data: typo, relay: relay, mesh: mesh))
+        #expect(fresh.status == 0, "a warning, not a failure: \(fresh.stdout)")
+        #expect(fresh.stdout.contains("warn  data directory") && fresh.stdout.contains("new bridge identity"), "\(fresh.stdout)")
+        #expect(access(typo, F_OK) != 0, "doctor reads, never creates")
+
+        // A bridge's lock on the directory (an open file holding flock, its PID written), and a listener on the port.
+        let data = TestEnvironment.temporaryDirectory("doctor-held")
+        let lock = open(data + "/bridge.lock", O_RDWR | O_CREAT, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        defer { close(lock) }
+        _ = "4242\n".withCString { write(lock, $0, 5) }
+        let listener = try #require(LoopbackListener())
+        defer { listener.close() }
+        var environment = Self.environment(data: data, relay: relay, mesh: mesh)
+        environment["BRIDGE_HTTP_LISTEN"] = "127.0.0.1:\(listener.port)"
+        let held = try await runBridge(["doctor", "--json"], environment: environment)
+        #expect(held.status == 1, "\(held.stdout)")
+        let checks = try Self.checks(held.stdout)
+        let directory = try #require(checks.first { $0.name == "data directory" })
+        #expect(directory.outcome == "fail" && directory.detail.contains("PID 4242") && directory.fix?.contains("BRIDGE_DATA_DIR") == true, "\(directory)")
+        let listen = try #require(checks.first { $0.name == "http listen" })
+        #expect(listen.outcome == "fail" && listen.fix?.contains("BRIDGE_HTTP_LISTEN") == true, "\(listen)")
+        await relay.stop()
+    }
+}
+
+/// A TCP listener on 127.0.0.1 at a port the kernel picks (something else holding a port the bridge wants).
+struct LoopbackListener {
+    let fd: Int32
+    let port: Int
+
+    init?() {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else { return nil }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
 }

@@ -76,11 +76,27 @@ struct DoctorRulesTests {
         #expect(judge([]).outcome == .warn)
     }
 
+    @Test("issue 35: a data directory another bridge holds fails naming its PID; http_listen taken fails, free passes, off skips")
+    func heldDirectoryAndPort() {
+        var facts = DoctorRules.DirectoryFacts(path: "/srv/bridge")
+        facts.mode = 0o700
+        facts.held = true
+        facts.holderPID = 4242
+        let held = DoctorRules.dataDirectory(facts)
+        #expect(held.outcome == .fail && held.detail.contains("PID 4242") && held.fix?.contains("data directory of its own") == true)
+        let taken = DoctorRules.httpListen("127.0.0.1:9464", inUse: true)
+        #expect(taken.outcome == .fail && taken.fix?.contains("BRIDGE_HTTP_LISTEN") == true)
+        #expect(DoctorRules.httpListen("127.0.0.1:9464", inUse: false).outcome == .ok)
+        #expect(DoctorRules.httpListen(nil, inUse: nil).outcome == .skip)
+    }
+
     @Test("data directory: missing but creatable, unsafe, not writable, open secret files, little space")
     func dataDirectory() {
         var facts = DoctorRules.DirectoryFacts(path: "/srv/bridge")
         facts.uid = 1000
-        #expect(DoctorRules.dataDirectory(facts).outcome == .ok)
+        // Issue 35: missing is a warning — the first start makes a new identity there (a typo'd path did, silently).
+        let missing = DoctorRules.dataDirectory(facts)
+        #expect(missing.outcome == .warn && missing.detail.contains("new bridge identity") && missing.fix?.contains("BRIDGE_DATA_DIR") == true)
         facts.writable = false
         #expect(DoctorRules.dataDirectory(facts).fix?.contains("install -d -m 700") == true)
         facts.mode = 0o700

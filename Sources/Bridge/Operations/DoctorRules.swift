@@ -142,6 +142,9 @@ public enum DoctorRules {
         public var freeBytes: UInt64?
         /// ``KeyStore/checkDirectory(_:)``'s refusal, if any (group/other-writable, another user's).
         public var unsafe: String?
+        /// Another process holds the directory's lock (`bridge.lock`): a bridge runs on it; the PID it wrote, if any.
+        public var held = false
+        public var holderPID: Int32?
 
         public init(path: String) { self.path = path }
     }
@@ -150,9 +153,18 @@ public enum DoctorRules {
         let name = "data directory"
         let setting = "set another with --data-dir, data_dir or BRIDGE_DATA_DIR"
         if let unsafe = facts.unsafe { return DoctorCheck(name, .fail, unsafe) }
+        if facts.held {
+            return DoctorCheck(
+                name, .fail, "a bridge\(facts.holderPID.map { " (PID \($0))" } ?? "") runs on \(facts.path): it holds its lock (bridge.lock)",
+                fix: "stop it first, or give this bridge a data directory of its own: \(setting)")
+        }
         guard let mode = facts.mode else {
+            // Issue 35: a typo in the path made a new identity and started bridging without the staff, the blocks or the
+            // held mail of the bridge the operator meant.
             return facts.writable
-                ? DoctorCheck(name, .ok, "\(facts.path) does not exist yet; the first start creates it (mode 700)")
+                ? DoctorCheck(name, .warn, "\(facts.path) does not exist yet: the first start creates it (mode 700) with a new "
+                                + "bridge identity — no staff, no blocks, no held mail",
+                              fix: "if this bridge has run before, the path is wrong: \(setting); a new bridge needs nothing")
                 : DoctorCheck(name, .fail, "\(facts.path) does not exist and this user (uid \(facts.uid)) cannot create it",
                               fix: "sudo install -d -m 700 -o $(id -un) \(facts.path), or \(setting)")
         }
@@ -173,6 +185,18 @@ public enum DoctorRules {
             return DoctorCheck(name, .warn, detail, fix: "free space on its file system (the moderation log and the stores grow), or \(setting)")
         }
         return DoctorCheck(name, .ok, detail)
+    }
+
+    /// `http_listen` (the console and `/metrics`): free, or taken by another listener (`inUse` nil: it did not parse,
+    /// which the configuration check reports).
+    public static func httpListen(_ listen: String?, inUse: Bool?) -> DoctorCheck {
+        let name = "http listen"
+        guard let listen else { return DoctorCheck(name, .skip, "http_listen is off") }
+        guard let inUse else { return DoctorCheck(name, .skip, "\(listen) is not an address to listen on") }
+        guard inUse else { return DoctorCheck(name, .ok, "\(listen) is free") }
+        return DoctorCheck(
+            name, .fail, "something already listens on \(listen) (another bridge's console and /metrics?)",
+            fix: "stop it, or set http_listen (BRIDGE_HTTP_LISTEN) to a free port")
     }
 
     static func octal(_ mode: UInt32) -> String { String(mode & 0o7777, radix: 8) }
