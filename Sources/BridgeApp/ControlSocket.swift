@@ -268,9 +268,11 @@ public final class ControlSocket: Sendable {
     }
 
     /// Tells the bridge running on `dataDirectory`, if any, that this process changed its stores (the CLI's
-    /// `identities` edits): it reads the block list and pins again at once. No bridge running: nothing to tell.
-    public static func notifyStoresChanged(dataDirectory: String) {
-        _ = try? request(.object([("op", .string("stores.changed"))]), dataDirectory: dataDirectory)
+    /// `identities` edits): it reads the block list and pins again at once. Whether a bridge answered (none running:
+    /// nothing to tell).
+    @discardableResult
+    public static func notifyStoresChanged(dataDirectory: String) -> Bool {
+        (try? request(.object([("op", .string("stores.changed"))]), dataDirectory: dataDirectory)) != nil
     }
 
     /// A detached thread running `body` (BotSupport's ``OwnerThread``); on the calling thread when none can

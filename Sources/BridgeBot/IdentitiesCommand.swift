@@ -68,7 +68,7 @@ enum IdentitiesCommand {
                     } catch {
                         throw .failure("cannot forget \(key): \(error)")
                     }
-                    ControlSocket.notifyStoresChanged(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+                    tellBridge(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
                 },
             Subcommand("stats", CommandSpec(
                 path: "identities stats", summary: "Count the identities, strangers and protected ones.",
@@ -119,6 +119,15 @@ enum IdentitiesCommand {
                 }
             }
         }
+    }
+
+    /// Tells the bridge running on `dataDirectory` that its stores changed; when none answers, warns (issue 35: a block
+    /// on a directory where no bridge runs — a mistyped `--data-dir` — said nothing and exited 0): the change is stored
+    /// there and takes effect when a bridge starts on it.
+    static func tellBridge(dataDirectory: String) {
+        guard !ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory) else { return }
+        printError("warning: no bridge runs on \(dataDirectory): the change is stored there and takes effect when a bridge "
+            + "starts on it; if you meant a running bridge, check --data-dir (or BRIDGE_DATA_DIR)")
     }
 
     /// Opens the database and the cache over it, with the policy file (when readable).
@@ -183,7 +192,7 @@ enum IdentitiesCommand {
         } catch {
             throw .failure("cannot update \(key): \(error)")
         }
-        ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory)
+        tellBridge(dataDirectory: dataDirectory)
         if json {
             printJSON(record.map { recordJSON($0, lists: cache.operatorLists) } ?? .object([("key", .string(key.qualified)), ("removed", .bool(true))]))
             return

@@ -115,7 +115,7 @@ public final class TestBridge: @unchecked Sendable {
                 annotations.blocked = false
             }
         }
-        await offPool { [dataDirectory] in ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory) }
+        _ = await offPool { [dataDirectory] in ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory) }
         guard await log.lines.first(after: before, where: { $0.message == "block list loaded" }) != nil else {
             throw WorldError.start(name, "never read the marks again after identities allow \(key.qualified)")
         }
