@@ -61,7 +61,8 @@ enum ModlogCommand {
         positionals: [PositionalSpec(name: "ID")],
         options: [.value("--data-dir", "DIR", "Data directory of the running bridge (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge).")],
         details: """
-            ID is the message id the moderation log shows (a Nostr event id, or a mesh message's id). The message takes
+            ID is the message id the moderation log shows (a Nostr event id, or a mesh message's id): the table's id column
+            (its first 16 hex; any unique prefix of at least 8 hex) or the whole id. The message takes
             the normal path with the judge alone skipped (a mesh-only phone's deposit as its own event, a mesh line as
             the bridge's mirror line); its log rows are marked released (by cli, and when). Exit 1 when no bridge runs
             on the data directory or it cannot release the message (not held: the bridge keeps the last 1,000 hides of
@@ -75,9 +76,35 @@ enum ModlogCommand {
         fallback: Subcommand("show", spec, run: show))
 
     static func release(_ args: ParsedArguments) throws(CommandExit) {
-        let id = args.positionals[0]
+        let id = try messageID(args.positionals[0], dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
         _ = try ControlSocket.call(.object([("op", .string("modlog.release")), ("id", .string(id))]), args)
         print("released \(id): it takes the normal path (loop rules, budgets); its moderation-log rows are marked")
+    }
+
+    /// The message id `text` names: a prefix of at least 8 hex as the table shows it (issue 35: release wanted all 64,
+    /// which the table never showed) resolved through the moderation log to the one id it starts with; anything else,
+    /// or no log to look in, as typed (the bridge says whether it holds it). A prefix matching none or several exits 64.
+    static func messageID(_ text: String, dataDirectory: String) throws(CommandExit) -> String {
+        let hex = text.lowercased()
+        let path = FileIO.join(dataDirectory, "bridge.sqlite3")
+        guard hex.count >= KeyPrefix.minimumHex, hex.allSatisfy(\.isHexDigit), FileIO.exists(path) else { return text }
+        let ids: [String]
+        do {
+            try KeysCommand.checkDataDirectory(dataDirectory)
+            ids = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+                .messageIDs(hexPrefix: hex, limit: KeyPrefix.maxCandidates + 1)
+        } catch let exit as CommandExit {
+            throw exit
+        } catch {
+            throw .failure("\(error)")
+        }
+        if ids.contains(hex) { return hex }
+        guard ids.count != 1 else { return ids[0] }
+        guard !ids.isEmpty else {
+            throw .usage("no message in the moderation log (\(path)) starts with '\(text)': give the id as `bitchat-bridge modlog` shows it")
+        }
+        let count = ids.count > KeyPrefix.maxCandidates ? "more than \(KeyPrefix.maxCandidates)" : "\(ids.count)"
+        throw .usage("'\(text)' matches \(count) messages; give more of it:\n" + ids.prefix(KeyPrefix.maxCandidates).map { "  " + $0 }.joined(separator: "\n"))
     }
 
     static func export(_ args: ParsedArguments) throws(CommandExit) {
@@ -197,13 +224,14 @@ enum ModlogCommand {
             return
         }
         print(
-            "time (UTC)".padding(toLength: 20) + "direction".padding(toLength: 15) + "channel".padding(toLength: 10)
+            "time (UTC)".padding(toLength: 20) + "id".padding(toLength: 18) + "direction".padding(toLength: 15) + "channel".padding(toLength: 10)
                 + "rule".padding(toLength: 19) + "sender".padding(toLength: 18) + "figure".padding(toLength: 34) + "text")
         for r in records {
             let sender = r.senderKey.count > 16 ? String(r.senderKey.prefix(16)) : r.senderKey
             let text = r.text.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } ?? "sha256:" + String(r.textSHA256.prefix(16))
             print(
-                utcTime(r.judgedAt).padding(toLength: 20) + r.direction.rawValue.padding(toLength: 15)
+                utcTime(r.judgedAt).padding(toLength: 20) + String(r.messageID.prefix(16)).padding(toLength: 18)
+                    + r.direction.rawValue.padding(toLength: 15)
                     + String(r.channel.prefix(9)).padding(toLength: 10)
                     + (r.rule.label + (r.shadow ? "*" : "") + (r.releasedAt != nil ? "+" : "")).padding(toLength: 19)
                     + sender.padding(toLength: 18) + summary(r).padding(toLength: 34) + text.replacingNewlines())

@@ -257,6 +257,18 @@ public final class ModerationLog {
         }
     }
 
+    /// The message ids that start with `hexPrefix` (lowercase hex), in order, at most `limit`: `modlog release` takes the
+    /// 16 hex the table shows.
+    public func messageIDs(hexPrefix: String, limit: Int) throws(ModerationLogError) -> [String] {
+        do {
+            return try database.prepare(
+                "SELECT DISTINCT message_id FROM modlog_records WHERE message_id >= ? AND message_id < ? ORDER BY message_id LIMIT ?"
+            ).query([.text(hexPrefix), .text(hexPrefix + "g"), .integer(Int64(max(0, limit)))]) { $0.text(0) }
+        } catch {
+            throw .storage(error)
+        }
+    }
+
     /// Marks the rows of `messageID` released (when, by whom: `console`, `cli`) unless they are already; how many.
     @discardableResult
     public func markReleased(messageID: String, at: Double, by: String) throws(ModerationLogError) -> Int {

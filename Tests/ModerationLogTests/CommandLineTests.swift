@@ -160,6 +160,33 @@ struct CommandLineTests {
         #expect(try run(["modlog", "release", "--data-dir", directory.path]).status == 64, "ID is required")
     }
 
+    @Test("issue 35: the table shows each message's id as 16 hex, and modlog release takes that (any unique prefix of ≥ 8 hex); a prefix of none or of several exits 64 naming what to do")
+    func releaseTakesTheIDTheTableShows() throws {
+        let directory = try temporaryDirectory()
+        let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
+        // A Nostr event id (64 hex) and two mesh message ids (32 hex) sharing their first 8.
+        let ids = ["4f1c2d3e" + String(repeating: "a", count: 56), "9a8b7c6d1" + String(repeating: "0", count: 23),
+                   "9a8b7c6d2" + String(repeating: "0", count: 23)]
+        for (i, id) in ids.enumerated() {
+            try log.append(
+                ModerationRecord(
+                    judgedAt: Date().timeIntervalSince1970 - Double(i), direction: .nostrToMesh, channel: "u4pruy", senderKey: "s\(i)",
+                    displayName: nil, messageID: id, messageTimestamp: 0, rule: .spam(.messageRate), shadow: false, figures: .object([]),
+                    text: "line \(i)", textSHA256: "h"))
+        }
+        let table = try run(["modlog", "--data-dir", directory.path])
+        #expect(table.stdout.contains("id  ") && table.stdout.contains(String(ids[0].prefix(16))) && !table.stdout.contains(ids[0]), "\(table.stdout)")
+        // The shown id resolves (then, with no bridge running, the control socket is what fails).
+        let shown = try run(["modlog", "release", String(ids[0].prefix(16)), "--data-dir", directory.path])
+        #expect(shown.status == 1 && shown.stderr.contains("no bridge is running"), "\(shown.stderr)")
+        let none = try run(["modlog", "release", "deadbeef", "--data-dir", directory.path])
+        #expect(none.status == 64 && none.stderr.contains("starts with 'deadbeef'") && none.stderr.contains("as `bitchat-bridge modlog` shows it"), "\(none.stderr)")
+        let several = try run(["modlog", "release", "9A8B7C6D", "--data-dir", directory.path])
+        #expect(several.status == 64 && several.stderr.contains("matches 2 messages") && several.stderr.contains(ids[2]), "\(several.stderr)")
+        let whole = try run(["modlog", "release", ids[1], "--data-dir", directory.path])
+        #expect(whole.status == 1 && whole.stderr.contains("no bridge is running"), "the whole id: \(whole.stderr)")
+    }
+
     @Test func modlogExportWritesJSONLAndCSVAndRefusesBadRanges() throws {
         let directory = try temporaryDirectory()
         let log = try ModerationLog(path: directory.appendingPathComponent("bridge.sqlite3").path, config: ModerationLogConfig(), logger: nil)
