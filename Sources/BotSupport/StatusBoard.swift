@@ -20,8 +20,13 @@ public struct HealthReport: Sendable, Equatable {
     }
 
     public var checks: [Check]
+    /// Which process this is, as its operator named it (a bridge: its nickname and geohash), when known.
+    public var name: String?
 
-    public init(checks: [Check]) { self.checks = checks }
+    public init(checks: [Check], name: String? = nil) {
+        self.checks = checks
+        self.name = name
+    }
 
     public var isHealthy: Bool { checks.allSatisfy(\.ok) }
 
@@ -30,6 +35,7 @@ public struct HealthReport: Sendable, Equatable {
 
     public var json: JSONValue {
         var members: [(String, JSONValue)] = [("status", .string(isHealthy ? "ok" : "unhealthy"))]
+        if let name { members.append(("name", .string(name))) }
         if !isHealthy { members.append(("reasons", .array(reasons.map(JSONValue.string)))) }
         members.append((
             "checks",

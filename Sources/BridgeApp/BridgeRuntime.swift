@@ -71,6 +71,8 @@ public struct BridgeRuntime: Sendable {
     let logger: Logger
     /// The `--config` file, read again (with the `BRIDGE_*` environment) for the relay list on SIGHUP.
     let configPath: String?
+    /// Which bridge this is, for the control socket's `ping` (``name(_:)``, and where `status` reaches it).
+    let bridge: ControlCommands.Bridge
 
     enum Limits {
         /// How long the mesh node's flush at stop may take to hand the signed leave (and any jittered transmit still
@@ -85,6 +87,10 @@ public struct BridgeRuntime: Sendable {
         /// How often the console's charts are sampled (their buckets are minutes).
         static let chartSample: Duration = .seconds(15)
     }
+
+    /// The bridge as `status`, `/healthz` and the control socket name it: its nickname and the geohash it serves
+    /// (`stage-a (u4pruy)`), so an operator with several stages sees which one answered.
+    static func name(_ config: BridgeConfiguration) -> String { "\(config.nickname) (\(config.geohash.string))" }
 
     /// The composition root.
     public static func start(
@@ -117,7 +123,8 @@ public struct BridgeRuntime: Sendable {
         logStart(config, stores: stores, core: core, node: node, pool: pool, logger: logger)
         return BridgeRuntime(
             coordinator: coordinator, node: node, pool: pool, courierPool: courierPool, transport: transport, stores: stores, listener: listener,
-            metricsSource: source, logger: logger, configPath: configPath)
+            metricsSource: source, logger: logger, configPath: configPath,
+            bridge: ControlCommands.Bridge(name: name(config), httpListen: listener.address))
     }
 
     private static func logStart(
@@ -130,7 +137,7 @@ public struct BridgeRuntime: Sendable {
                              ("fleet.publisher", publisher)]
         }
         logger.notice("bridge starting", [
-            ("bridge.geohash", .string(config.geohash.string)),
+            ("bridge.name", .string(config.nickname)), ("bridge.geohash", .string(config.geohash.string)),
             ("mesh.peer", .string(Hex.encode(stores.keys.peerID))),
             ("mesh.transport", .string(config.mesh.description)), ("relays", .array(pool.relayURLs.map(JSONValue.string))),
             ("role.gateway", .bool(config.gateway)), ("role.rendezvous", .bool(config.rendezvous)),
@@ -170,7 +177,7 @@ public struct BridgeRuntime: Sendable {
         let controlPath = FileIO.join(stores.dataDirectory, "control.sock")
         do {
             let control = try ControlSocket(path: controlPath, logger: logger.child("control")) { [coordinator, logger] request in
-                await ControlCommands.answer(request, coordinator: coordinator, logger: logger.child("control"))
+                await ControlCommands.answer(request, coordinator: coordinator, bridge: bridge, logger: logger.child("control"))
             }
             services.append(Self.waiting("control", start: { control.start() }, stop: { await control.stop() }))
         } catch {

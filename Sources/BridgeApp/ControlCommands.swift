@@ -10,12 +10,18 @@ import Glibc
 
 /// The control socket's requests (``ControlSocket``): `notice.post`, `notice.list`, `notice.withdraw`,
 /// `stores.changed` (another process wrote the stores: the CLI's `identities` edits), `modlog.release` (a hidden
-/// message released, either way), and `ping` (which bridge
-/// runs on the data directory: its PID; the CLI says whether a change it made reaches one). Every
+/// message released, either way), and `ping` (which bridge runs on the data directory: its PID, its name and where
+/// its status listener is — `status --data-dir`). Every
 /// answer is `{"ok":true,…}` or `{"ok":false,"error":…}`; every request is logged at info (op, id, urgency,
 /// lengths — the text itself is the operator's and goes to the mesh anyway, but logs stay short).
 enum ControlCommands {
-    static func answer(_ request: JSONValue, coordinator: BridgeCoordinator, logger: Logger) async -> JSONValue {
+    /// Which bridge answers (`ping`): its name (``BridgeRuntime/name(_:)``) and where its status listener is.
+    struct Bridge: Sendable {
+        let name: String
+        let httpListen: String?
+    }
+
+    static func answer(_ request: JSONValue, coordinator: BridgeCoordinator, bridge: Bridge, logger: Logger) async -> JSONValue {
         let op = request["op"]?.stringValue ?? ""
         switch op {
         case "notice.post":
@@ -48,7 +54,10 @@ enum ControlCommands {
                 return reply(op, logger, error: error.description)
             }
         case "ping":
-            return .object([("ok", .bool(true)), ("pid", .integer(Int64(getpid())))])
+            return .object([
+                ("ok", .bool(true)), ("pid", .integer(Int64(getpid()))), ("name", .string(bridge.name)),
+                ("http_listen", bridge.httpListen.map(JSONValue.string) ?? .null),
+            ])
         case "stores.changed":
             // Another process (`identities block`, `forget`) wrote the database: the block list and pins are read again.
             coordinator.storesChanged()

@@ -16,6 +16,8 @@ struct RuntimeListener {
     /// The listener thread's waits for the coordinator (`/healthz`, `/metrics`); stopped with the listener.
     let statusWaits: AwaitedTasks
     let server: LoopbackHTTPServer?
+    /// Where `status` reaches it (`host:port`, the port the kernel chose for `:0`); nil with http_listen off.
+    let address: String?
     let console: ConsoleService?
     let consoleStores: CoordinatorConsoleStores?
     let charts: ConsoleCharts
@@ -46,11 +48,16 @@ struct RuntimeListener {
     /// `/healthz` from the transport's and the pool's own state (read under their locks), so a hub or a relay going
     /// away shows at once, plus the coordinator's answer (its heartbeat); `/metrics` gathered as of the scrape. The
     /// listener's thread waits at most ``Limits/statusTimeout`` for the coordinator.
-    static func status(_ source: MetricsSource) -> (StatusBoard, AwaitedTasks) {
+    /// `name`: the bridge as `/healthz` names it (``BridgeRuntime/name(_:)``), so `status` says which bridge answered.
+    static func status(_ source: MetricsSource, name: String) -> (StatusBoard, AwaitedTasks) {
         let health = BridgeHealth(startedAt: source.startedAt)
         let waits = AwaitedTasks()
         let board = StatusBoard(live: LiveStatus(
-            health: { health.evaluate(MetricsSource.healthInputs(relays: source.pool.snapshot(), mesh: source.transport.status), now: .now) },
+            health: {
+                var report = health.evaluate(MetricsSource.healthInputs(relays: source.pool.snapshot(), mesh: source.transport.status), now: .now)
+                report.name = name
+                return report
+            },
             ownerAnswers: { waits.run(timeout: Limits.statusTimeout) { await source.coordinator.heartbeat() } != nil },
             metrics: { waits.run(timeout: Limits.statusTimeout) { await source.gather().snapshot() } },
             timeout: Limits.statusTimeout))
@@ -61,10 +68,11 @@ struct RuntimeListener {
         _ config: BridgeConfiguration, stores: RuntimeStores, source: MetricsSource, feed: ConsoleFeed, token: String?,
         fleetChange: (@Sendable (FleetChange) -> Void)?, logger: Logger
     ) throws(CommandExit) -> RuntimeListener {
-        let (status, statusWaits) = Self.status(source)
+        let (status, statusWaits) = Self.status(source, name: BridgeRuntime.name(config))
         let charts = ConsoleCharts()
         guard let listen = config.httpListen else {
-            return RuntimeListener(status: status, statusWaits: statusWaits, server: nil, console: nil, consoleStores: nil, charts: charts)
+            return RuntimeListener(
+                status: status, statusWaits: statusWaits, server: nil, address: nil, console: nil, consoleStores: nil, charts: charts)
         }
         let coordinator = source.coordinator
         let consoleStores: CoordinatorConsoleStores
@@ -94,6 +102,7 @@ struct RuntimeListener {
                     }
                 }, charts: charts, currentToken: { tokenFile.current() }))
         let server: LoopbackHTTPServer
+        let address: String
         do {
             let (host, port) = try LoopbackHTTPServer.parseListen(listen)
             var settings = LoopbackHTTPServer.Settings()
@@ -101,6 +110,7 @@ struct RuntimeListener {
             server = LoopbackHTTPServer(host: host, port: port, settings: settings) { request in console.handle(request) }
             try server.start()
             let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            address = "\(shown):\(server.port)"
             logger.notice("console listening", [
                 ("url", .string("http://\(shown):\(server.port)/console")), ("token.exists", .bool(token != nil)),
                 ("token.path", .string(ConsoleToken.path(dataDirectory: stores.dataDirectory))),
@@ -112,7 +122,8 @@ struct RuntimeListener {
             throw .failure("http_listen \(listen): \(error)")
         }
         return RuntimeListener(
-            status: status, statusWaits: statusWaits, server: server, console: console, consoleStores: consoleStores, charts: charts)
+            status: status, statusWaits: statusWaits, server: server, address: address, console: console, consoleStores: consoleStores,
+            charts: charts)
     }
 
     /// The listener's part of the stop: no request waits on the coordinator past it.

@@ -1,4 +1,5 @@
 import BridgeApp
+import Bridge
 import BotSupport
 import Courier
 
@@ -16,21 +17,53 @@ enum StatusCommand {
         summary: "Show a running bridge's health and metrics (exit 1 when unhealthy or unreachable).",
         options: [
             .value("--http", "HOST:PORT", "The bridge's status listener (default: $BRIDGE_HTTP_LISTEN, else \(defaultListen))."),
+            .value("--data-dir", "DIR", "The bridge running on this data directory: its control socket says where its listener is."),
+            .value("--config", "FILE", "The configuration the bridge runs with: its http_listen (BRIDGE_* variables apply as for run)."),
             .flag("--json", "Print one JSON object: address, healthy, health (the /healthz body), metrics."),
             .flag("--all", "Also list metric series whose value is 0."),
         ],
         details: """
             Reads GET /healthz (200 healthy, 503 unhealthy with reasons) and GET /metrics (Prometheus text
-            0.0.4) from the loopback listener the bridge opens (config http_listen / BRIDGE_HTTP_LISTEN).
+            0.0.4) from the loopback listener the bridge opens (config http_listen / BRIDGE_HTTP_LISTEN), and names
+            the bridge that answered (its nickname and geohash). With several bridges on one host, pick one with
+            --data-dir (asks the bridge running there), --config (its http_listen) or --http.
             """
     )
 
-    static func run(_ args: ParsedArguments) throws(CommandExit) {
-        var listen = args.value("--http") ?? ProcessEnvironment.value("BRIDGE_HTTP_LISTEN") ?? defaultListen
+    /// Where the bridge's status listener is: `--http`; the bridge running on `--data-dir` (its control socket's
+    /// `ping`); `--config`'s http_listen; `BRIDGE_HTTP_LISTEN`; the default.
+    static func listenAddress(_ args: ParsedArguments) throws(CommandExit) -> String {
+        if let http = args.value("--http") { return http }
+        if let directory = args.value("--data-dir") {
+            let answer: JSONValue
+            do {
+                answer = try ControlSocket.request(.object([("op", .string("ping"))]), dataDirectory: directory)
+            } catch {
+                throw .failure("no bridge answers on \(directory): \(error.description)")
+            }
+            guard let listen = answer["http_listen"]?.stringValue else {
+                throw .failure("the bridge on \(directory) (\(answer["name"]?.stringValue ?? "?")) runs without a status listener (http_listen off)")
+            }
+            return listen
+        }
+        var listen: String
+        if let path = args.value("--config") {
+            guard let configured = try DataFiles.loadConfiguration(path: path).httpListen else {
+                throw .usage("\(path): http_listen is off, so the bridge has no status listener; pass --http HOST:PORT")
+            }
+            listen = configured
+        } else {
+            listen = ProcessEnvironment.value("BRIDGE_HTTP_LISTEN") ?? defaultListen
+        }
         if listen.isEmpty { listen = defaultListen }
         if listen == "off" {
             throw .usage("the status listener is off (BRIDGE_HTTP_LISTEN=off); pass --http HOST:PORT")
         }
+        return listen
+    }
+
+    static func run(_ args: ParsedArguments) throws(CommandExit) {
+        let listen = try listenAddress(args)
         let host: String
         let port: UInt16
         do {
@@ -70,7 +103,7 @@ enum StatusCommand {
 
         if args.has("--json") {
             printJSON(.object([
-                ("address", .string(listen)), ("healthy", .bool(healthy)), ("health", health),
+                ("address", .string(listen)), ("name", health["name"] ?? .null), ("healthy", .bool(healthy)), ("health", health),
                 ("metrics", metricsJSON(metrics)),
             ]))
         } else {
@@ -104,7 +137,8 @@ enum StatusCommand {
     }
 
     private static func printSummary(listen: String, healthy: Bool, health: JSONValue, metrics: MetricsSnapshot, all: Bool) {
-        print("bitchat-bridge at \(listen): \(healthy ? "healthy" : "UNHEALTHY")")
+        let name = health["name"]?.stringValue.map { " \($0)" } ?? ""
+        print("bitchat-bridge\(name) at \(listen): \(healthy ? "healthy" : "UNHEALTHY")")
         for check in health["checks"]?.arrayValue ?? [] {
             let ok = check["ok"] == .bool(true)
             print("  [\(ok ? "ok" : "FAIL")] \(check["name"]?.stringValue ?? "?"): \(check["detail"]?.stringValue ?? "")")

@@ -1,6 +1,7 @@
 import BotSupport
 import Bridge
 import BridgeTestSupport
+import BridgeTesting
 import Foundation
 import Testing
 import WebSocketRuntime
@@ -48,6 +49,30 @@ struct StatusCommandTests {
         #expect(sick.status == 1)
         #expect(sick.stdout.contains("UNHEALTHY") && sick.stdout.contains("[FAIL] mesh: down: hub gone"))
         #expect(sick.stderr.contains("unhealthy: mesh: down: hub gone"))
+    }
+
+    @Test("issue 35: status --data-dir asks the bridge running there where its listener is, --config reads http_listen; either way the answer names the bridge (nickname and geohash)")
+    func picksTheBridgeByDataDirectoryOrConfiguration() async throws {
+        // An in-process bridge as `run` builds it, with its status listener.
+        let site = Site(name: "status-pick")
+        let bridge = try await site.bridge(
+            "stage-a", relays: [try site.relay()], segments: [site.segment()], settings: ["BRIDGE_HTTP_LISTEN": "127.0.0.1:\(LoopbackPort.free())"])
+        let byDirectory = try await runBridge(["status", "--data-dir", bridge.dataDirectory, "--json"])
+        let value = try JSONParser().parse(byDirectory.stdout)
+        #expect(value["name"] == .string("stage-a (u4pruy)"), "\(byDirectory.stdout) \(byDirectory.stderr)")
+        let address = try #require(value["address"]?.stringValue)
+        let text = try await runBridge(["status", "--data-dir", bridge.dataDirectory])
+        #expect(text.stdout.hasPrefix("bitchat-bridge stage-a (u4pruy) at \(address):"), "\(text.stdout)")
+
+        let config = TestEnvironment.temporaryDirectory("status-config") + "/bridge.json"
+        try #"{"geohash": "u4pruy", "http_listen": "\#(address)"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let byConfig = try await runBridge(["status", "--config", config, "--json"])
+        #expect(try JSONParser().parse(byConfig.stdout)["name"] == .string("stage-a (u4pruy)"), "\(byConfig.stderr)")
+
+        let nobody = TestEnvironment.temporaryDirectory("status-nobody")
+        let none = try await runBridge(["status", "--data-dir", nobody])
+        #expect(none.status == 1 && none.stderr.contains("no bridge answers on \(nobody)"), "\(none.stderr)")
+        await site.stop()
     }
 
     @Test("unreachable → exit 1 naming the address; off or malformed → exit 64")
