@@ -1,6 +1,8 @@
 import BridgeApp
 import BotSupport
+import Console
 import IdentityCache
+import ModerationLog
 import Nostr
 import Identity
 
@@ -61,14 +63,15 @@ enum IdentitiesCommand {
                 path: "identities forget", summary: "Remove KEY from the cache with everything on it.",
                 positionals: [PositionalSpec(name: "KEY")], options: [dataDirOption], details: keyHelp)) { args throws(CommandExit) in
                     let text = args.positionals[0]
-                    let (cache, store) = try open(Paths.dataDirectory(option: args.value("--data-dir")))
-                    let key = try resolve(text, store: store)
+                    let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
+                    let (cache, store) = try open(dataDirectory)
+                    let key = try resolve(text, store: store, dataDirectory: dataDirectory)
                     do {
                         print(try cache.forget(key) ? "Forgot \(key.qualified)" : "\(key.qualified) was not in the cache")
                     } catch {
                         throw .failure("cannot forget \(key): \(error)")
                     }
-                    tellBridge(dataDirectory: Paths.dataDirectory(option: args.value("--data-dir")))
+                    tellBridge(dataDirectory: dataDirectory)
                 },
             Subcommand("stats", CommandSpec(
                 path: "identities stats", summary: "Count the identities, strangers and protected ones.",
@@ -150,8 +153,9 @@ enum IdentitiesCommand {
     }
 
     /// KEY text → key: an npub; `mesh:`/`nostr:` with all 64 hex (a key not met yet may be annotated too); or a
-    /// prefix of at least 8 hex, bare or with its kind, of a key in the cache (``KeyPrefix``).
-    static func resolve(_ text: String, store: any IdentityStore) throws(CommandExit) -> IdentityKey {
+    /// prefix of at least 8 hex, bare or with its kind, of a key the bridge has met — in the cache or the moderation
+    /// log (``MetKeys``, as the console resolves it).
+    static func resolve(_ text: String, store: any IdentityStore, dataDirectory: String) throws(CommandExit) -> IdentityKey {
         if text.hasPrefix("npub1") {
             do {
                 return try IdentityKey.nostr(pubkey: try Bech32.decodeKey(text, hrp: "npub"))
@@ -159,33 +163,21 @@ enum IdentitiesCommand {
                 throw .usage("'\(text)' is not a valid npub (\(error))")
             }
         }
-        let typed = try KeyPrefix(text)
-        if typed.isWholeKey, let kind = typed.kind {
-            do {
-                return try IdentityKey(qualified: "\(kind.name):\(typed.hex)")
-            } catch {
-                throw .usage("'\(text)': \(error)")
-            }
-        }
-        var found: [IdentityKey] = []
+        let log = try? ModerationLog(
+            path: FileIO.join(dataDirectory, SQLiteIdentityStore.databaseFileName), config: ModerationLogConfig(), logger: nil)
         do {
-            for kind in typed.kind.map({ [$0] }) ?? IdentityKind.allCases {
-                found += try store.keys(hexPrefix: typed.hex, kind: kind, limit: KeyPrefix.maxCandidates + 1)
-            }
+            return try KeyPrefix.resolve(
+                text, lookup: MetKeys.lookup(identities: { try store.keys(hexPrefix: $0, kind: $1, limit: $2) }, moderationLog: log))
         } catch {
-            throw .failure("cannot read the identity database: \(error)")
+            throw CommandExit(error)
         }
-        let absent = typed.isWholeKey
-            ? "'\(text)' is not in the cache; write mesh:\(text) or nostr:\(text) to annotate a key not seen yet"
-            : "no identity in the cache starts with '\(text)'"
-        return try typed.unique(found, describe: { $0.qualified }, absent: absent)
     }
 
     private static func annotate(
         _ text: String, dataDirectory: String, json: Bool, _ change: (inout Annotations) -> Void
     ) throws(CommandExit) {
         let (cache, store) = try open(dataDirectory)
-        let key = try resolve(text, store: store)
+        let key = try resolve(text, store: store, dataDirectory: dataDirectory)
         let record: IdentityRecord?
         do {
             record = try cache.annotate(key, change)

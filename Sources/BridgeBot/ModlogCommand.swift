@@ -246,7 +246,12 @@ enum ModlogCommand {
     /// narrows to Nostr senders (nostr-to-mesh), `mesh:` to mesh ones. A prefix matching several senders exits 64;
     /// one matching none lists nothing.
     static func narrow(_ query: inout ModerationQuery, sender: String, log: ModerationLog) throws(CommandExit) {
-        let typed = try KeyPrefix(sender)
+        let typed: KeyPrefix
+        do {
+            typed = try KeyPrefix(sender)
+        } catch {
+            throw CommandExit(error)
+        }
         if let kind = typed.kind { query.direction = kind == .nostr ? .nostrToMesh : .meshToNostr }
         let senders: [String]
         do {
@@ -255,7 +260,11 @@ enum ModlogCommand {
             throw .failure("\(error)")
         }
         // No sender starts with it: nothing matches, and the listing says so.
-        query.senderKey = senders.isEmpty ? typed.hex : try typed.unique(senders, describe: { $0 }, absent: "")
+        do {
+            query.senderKey = senders.isEmpty ? typed.hex : try typed.unique(senders, describe: { $0 }, absent: "")
+        } catch {
+            throw CommandExit(error)
+        }
     }
 
     /// The rule's key figure, from the stored figures JSON.

@@ -56,7 +56,7 @@ extension ConsoleAssets {
           </section>
           <section id="page-sender" class="page" hidden>
             <h2>Sender</h2>
-            <form id="sender-form"><input id="sender-key" placeholder="nostr:&lt;64 hex&gt; or mesh:&lt;64 hex&gt;" size="75"><button type="submit">Show</button></form>
+            <form id="sender-form"><input id="sender-key" placeholder="a key as the tables show it (16 hex), or nostr:/mesh: and all 64 hex" size="75"><button type="submit">Show</button></form>
             <div id="sender-view"></div>
             <div id="sender-actions" hidden>
               <button data-action="block">Block</button> <button data-action="unblock">Unblock</button>

@@ -275,12 +275,25 @@ public final class ConsoleService: Sendable {
         public static let releaseWaitSeconds = 2.0
     }
 
+    /// The key a sender box or path names, as the CLI takes it (issue 35: the boxes refused the 16 hex the tables
+    /// show): the whole key, or a unique prefix of at least 8 hex of a key the bridge has met — in the cache or the
+    /// moderation log (``MetKeys``).
+    private static func resolveKey(_ state: borrowing State, _ text: String) -> Result<IdentityKey, ConsoleAccess.Refusal> {
+        switch stores(state, { try MetKeys.resolve(text, identities: $0.identities, moderationLog: $0.moderationLog) }) {
+        case .success(let key): .success(key)
+        case .failure(let error as KeyPrefixError):
+            if case .lookupFailed = error { .failure(.init(status: 500, reason: error.description)) } else {
+                .failure(.init(status: 400, reason: error.description))
+            }
+        case .failure(let error): .failure(.init(status: 500, reason: "read failed: \(error)"))
+        }
+    }
+
     private static func sender(_ state: inout State, _ text: String) -> HTTPResponse {
         let key: IdentityKey
-        do {
-            key = try IdentityKey(qualified: text)
-        } catch {
-            return json(400, .object([("error", .string("'\(text)': \(error)"))]))
+        switch resolveKey(state, text) {
+        case .success(let resolved): key = resolved
+        case .failure(let refusal): return json(refusal.status, .object([("error", .string(refusal.reason))]))
         }
         do {
             var query = ModerationQuery(limit: 50)
@@ -365,31 +378,32 @@ public final class ConsoleService: Sendable {
             Self.audit(&state, request, now, Self.actionName(request), "", "refused: no such action", principal.rawValue)
             return Self.json(404, .object([("error", .string("no such action"))]))
         }
-        let result = Self.senderAction(&state, verb: verb, keyText: keyText, form: FormData.parse(request.body))
+        let key: IdentityKey
+        switch Self.resolveKey(state, keyText) {
+        case .success(let resolved): key = resolved
+        case .failure(let refusal):
+            Self.audit(&state, request, now, verb, keyText, "failed: \(refusal.reason)", principal.rawValue)
+            return Self.json(refusal.status, .object([("error", .string(refusal.reason))]))
+        }
+        let result = Self.senderAction(&state, verb: verb, key: key, form: FormData.parse(request.body))
         switch result {
         case .success(let body):
-            Self.audit(&state, request, now, verb, keyText, "ok", principal.rawValue)
+            Self.audit(&state, request, now, verb, key.qualified, "ok", principal.rawValue)
             // A bridge holding an operator key shares its blocks with the fleet (the coordinator publishes).
-            if let fleetChange = dependencies.fleetChange, let key = try? IdentityKey(qualified: keyText) {
+            if let fleetChange = dependencies.fleetChange {
                 if verb == "block" { fleetChange(.block(key)) }
                 if verb == "unblock" { fleetChange(.unblock(key)) }
             }
             return Self.json(200, body)
         case .failure(let failure):
-            Self.audit(&state, request, now, verb, keyText, "failed: \(failure.reason)", principal.rawValue)
+            Self.audit(&state, request, now, verb, key.qualified, "failed: \(failure.reason)", principal.rawValue)
             return Self.json(failure.status, .object([("error", .string(failure.reason))]))
         }
     }
 
     private static func senderAction(
-        _ state: inout State, verb: String, keyText: String, form: [String: String]
+        _ state: inout State, verb: String, key: IdentityKey, form: [String: String]
     ) -> Result<JSONValue, ConsoleAccess.Refusal> {
-        let key: IdentityKey
-        do {
-            key = try IdentityKey(qualified: keyText)
-        } catch {
-            return .failure(.init(status: 400, reason: "'\(keyText)': \(error)"))
-        }
         let note = form["text"].flatMap { $0.isEmpty ? nil : $0 }
         if verb == "note", let note, note.utf8.count > Annotations.Limits.maxNotesBytes {
             return .failure(.init(status: 400, reason: "note is \(note.utf8.count) bytes; at most \(Annotations.Limits.maxNotesBytes)"))

@@ -103,6 +103,11 @@ public final class PeerIdentityCache {
         try store.signingKey(peerID: peerID)
     }
 
+    /// Keys of `kind` starting with `hexPrefix` (``IdentityStore/keys(hexPrefix:kind:limit:)``): a prefix the tables show.
+    public func keys(hexPrefix: String, kind: IdentityKind, limit: Int) throws(IdentityStoreError) -> [IdentityKey] {
+        try store.keys(hexPrefix: hexPrefix, kind: kind, limit: limit)
+    }
+
     public func record(_ key: IdentityKey) throws(IdentityStoreError) -> IdentityRecord? {
         try store.record(key)
     }

@@ -246,8 +246,13 @@ public final class ModerationLog {
 
     /// The distinct senders whose key starts with `hexPrefix` (lowercase hex), at most `limit`, in key order: the
     /// prefix a table shows names the sender (`modlog --sender 834c59a1`). A range on the sender index.
-    public func senders(hexPrefix: String, limit: Int) throws(ModerationLogError) -> [String] {
+    public func senders(hexPrefix: String, direction: SpamDirection? = nil, limit: Int) throws(ModerationLogError) -> [String] {
         do {
+            if let direction {
+                return try database.prepare(
+                    "SELECT DISTINCT sender FROM modlog_records WHERE sender >= ? AND sender < ? AND direction = ? ORDER BY sender LIMIT ?"
+                ).query([.text(hexPrefix), .text(hexPrefix + "g"), .text(direction.rawValue), .integer(Int64(max(0, limit)))]) { $0.text(0) }
+            }
             // Lowercase hex sorts below "g": [prefix, prefix + "g") holds exactly the keys that start with it.
             return try database.prepare(
                 "SELECT DISTINCT sender FROM modlog_records WHERE sender >= ? AND sender < ? ORDER BY sender LIMIT ?"

@@ -77,7 +77,7 @@ struct CommandLineTests {
         let short = try await runBridge(["identities", "block", "834c59a", "--data-dir", data])
         #expect(short.status == 64 && short.stderr.contains("at least 8 hex"), "\(short.stderr)")
         let unknown = try await runBridge(["identities", "block", "mesh:834c59a1", "--data-dir", data])
-        #expect(unknown.status == 64 && unknown.stderr.contains("no identity in the cache starts with"), "\(unknown.stderr)")
+        #expect(unknown.status == 64 && unknown.stderr.contains("no key the bridge has met starts with"), "\(unknown.stderr)")
         let listed = try await runBridge(["identities", "list", "--json", "--data-dir", data])
         let rows = try #require(try JSONParser().parse(listed.stdout).arrayValue)
         #expect(rows.first { $0["key"] == .string(keys[2]) }?["relationships"]?.arrayValue?.contains(.string("blocked")) == true, "\(listed.stdout)")

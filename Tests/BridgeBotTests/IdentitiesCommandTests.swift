@@ -1,6 +1,9 @@
 import BotSupport
 import BridgeTestSupport
 import BridgeTesting
+import Moderation
+import ModerationLog
+import SpamFilter
 import Testing
 
 /// `bitchat-bridge identities` marks against a data directory with and without a bridge running on it (issue 35).
@@ -21,5 +24,17 @@ struct IdentitiesCommandTests {
         let told = try await runBridge(["identities", "block", Self.key, "--data-dir", bridge.dataDirectory])
         #expect(told.status == 0 && !told.stderr.contains("no bridge runs"), "\(told.stderr)")
         await site.stop()
+    }
+
+    @Test("a key seen only in the moderation log (its cache row not written yet) is blocked by the 16 hex the log shows")
+    func keyOnlyInTheModerationLog() async throws {
+        let data = TestEnvironment.temporaryDirectory("identities-modlog")
+        let sender = "c0ffee00" + String(repeating: "d", count: 56)
+        let log = try ModerationLog(path: data + "/bridge.sqlite3", config: ModerationLogConfig(), logger: nil)
+        try log.append(ModerationRecord(
+            judgedAt: 1_750_000_000, direction: .nostrToMesh, channel: "u4pruy", senderKey: sender, displayName: nil, messageID: "m1",
+            messageTimestamp: 0, rule: .spam(.messageRate), shadow: false, figures: .object([]), text: "x", textSHA256: "h"))
+        let blocked = try await runBridge(["identities", "block", String(sender.prefix(16)), "--data-dir", data, "--json"])
+        #expect(blocked.status == 0 && blocked.stdout.contains("nostr:" + sender), "\(blocked.stdout) \(blocked.stderr)")
     }
 }

@@ -76,6 +76,34 @@ struct ConsoleServiceTests {
         #expect(outcomes == ["promote refuse", "block failed", "unblock ok", "note ok", "block ok"])
     }
 
+    /// Issue 35: the sender boxes took only `nostr:`/`mesh:` and 64 hex, not the 16 hex every table shows, and a key
+    /// seen only in the moderation log (its cache row lands later) could not be named by prefix at all.
+    @Test("a sender is named as the tables show it: a unique prefix of ≥ 8 hex resolves through the cache and the moderation log, as in the CLI; several matches or none are refused naming what to type")
+    func sendersByPrefixIncludingKeysOnlyInTheModerationLog() throws {
+        let path = database()
+        let console = try service(path)
+        let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
+        let hidden = ["5eed1234" + String(repeating: "a", count: 56), "5eed1234" + String(repeating: "b", count: 56)]
+        for sender in hidden {
+            try log.append(ModerationRecord(
+                judgedAt: 1_750_000_000, direction: .nostrToMesh, channel: "u4pruy", senderKey: sender, displayName: nil,
+                messageID: "m" + sender, messageTimestamp: 0, rule: .spam(.messageRate), shadow: false, figures: .object([]),
+                text: "x", textSHA256: "h"))
+        }
+        let shown = String(hidden[0].prefix(16))
+        let done = console.handle(ConsoleAccessTests.request("POST", "/api/senders/\(shown)/block", bearer: Self.token))
+        #expect(done.status == 200, "\(String(decoding: done.body, as: UTF8.self))")
+        #expect(try blocked(path) == [try IdentityKey(qualified: "nostr:" + hidden[0])])
+        let page = try json(console.handle(ConsoleAccessTests.request("GET", "/api/senders/\(shown)", origin: nil)))
+        #expect(page["key"] == .string("nostr:" + hidden[0]) && page["blocked"] == .bool(true))
+        let several = console.handle(ConsoleAccessTests.request("POST", "/api/senders/5eed1234/block", bearer: Self.token))
+        #expect(several.status == 400 && String(decoding: several.body, as: UTF8.self).contains("matches 2 keys"))
+        let none = console.handle(ConsoleAccessTests.request("GET", "/api/senders/0123456789abcdef", origin: nil))
+        #expect(none.status == 400 && String(decoding: none.body, as: UTF8.self).contains("no key the bridge has met starts with"))
+        let audit = try #require(try json(console.handle(ConsoleAccessTests.request("GET", "/api/audit", origin: nil)))["entries"]?.arrayValue)
+        #expect(audit.contains { $0["target"] == .string("nostr:" + hidden[0]) && $0["outcome"] == .string("ok") }, "the audit names the whole key")
+    }
+
     @Test func chartsAreServedAsTheOtherReadsAreAndOnlyReadByGET() throws {
         let path = database()
         let charts = ConsoleCharts()
