@@ -155,7 +155,7 @@ struct AppBehaviourTests {
         await site.advance(by: 5_000)
         #expect(await late.model.owner(of: MeshLinkID(1)) == bridgeID)
         let model = await late.model
-        #expect(model.report.drops[.unverifiedMessage] == 0, "messages served without their sender's announce: \(model.report.drops[.unverifiedMessage])")
+        #expect(model.report.drops[.unverifiedMessage] == 0, "messages served without their sender's announce: \(model.report.drops[.unverifiedMessage]) \(model.report.dropped) shown \(model.report.shown.map(\.name)) \(model.report.drops)")
         let shown = Set(model.report.shown.map(\.stableID))
         for id in said { #expect(shown.contains(id), "the early phone's line \(id) reached the late phone by sync") }
         #expect(model.report.shown.filter { $0.name.hasPrefix("dj") }.count == 2, "the channel author's two lines, under its name")
