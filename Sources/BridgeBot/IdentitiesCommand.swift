@@ -71,6 +71,7 @@ enum IdentitiesCommand {
                     } catch {
                         throw .failure("cannot forget \(key): \(error)")
                     }
+                    CLIAudit.record(action: "forget", target: key.qualified, dataDirectory: dataDirectory)
                     tellBridge(dataDirectory: dataDirectory)
                 },
             Subcommand("stats", CommandSpec(
@@ -97,12 +98,12 @@ enum IdentitiesCommand {
             if let value, value.utf8.count > limit {
                 throw .usage("\(verb) is \(value.utf8.count) bytes; at most \(limit) UTF-8 bytes")
             }
-            try annotate(values[0], dataDirectory: dataDirectory, json: json) { annotations in
+            try annotate(values[0], action: verb, dataDirectory: dataDirectory, json: json) { annotations in
                 if verb == "note" { annotations.notes = value } else { annotations.petname = value }
             }
         default:
             let text = args.positionals[0]
-            try annotate(text, dataDirectory: dataDirectory, json: json) { annotations in
+            try annotate(text, action: verb, dataDirectory: dataDirectory, json: json) { annotations in
                 switch verb {
                 case "allow":
                     annotations.allowed = true
@@ -174,7 +175,7 @@ enum IdentitiesCommand {
     }
 
     private static func annotate(
-        _ text: String, dataDirectory: String, json: Bool, _ change: (inout Annotations) -> Void
+        _ text: String, action: String, dataDirectory: String, json: Bool, _ change: (inout Annotations) -> Void
     ) throws(CommandExit) {
         let (cache, store) = try open(dataDirectory)
         let key = try resolve(text, store: store, dataDirectory: dataDirectory)
@@ -184,6 +185,7 @@ enum IdentitiesCommand {
         } catch {
             throw .failure("cannot update \(key): \(error)")
         }
+        CLIAudit.record(action: action, target: key.qualified, dataDirectory: dataDirectory)
         tellBridge(dataDirectory: dataDirectory)
         if json {
             printJSON(record.map { recordJSON($0, lists: cache.operatorLists) } ?? .object([("key", .string(key.qualified)), ("removed", .bool(true))]))

@@ -1,4 +1,6 @@
+import BotStorage
 import BotSupport
+import Console
 import BridgeTestSupport
 import BridgeTesting
 import Moderation
@@ -17,6 +19,11 @@ struct IdentitiesCommandTests {
         let stored = try await runBridge(["identities", "block", Self.key, "--data-dir", nobody])
         #expect(stored.status == 0, "\(stored.stderr)")
         #expect(stored.stderr.contains("warning: no bridge runs on \(nobody)") && stored.stderr.contains("--data-dir"), "\(stored.stderr)")
+        // The console's audit has the CLI's change, named by the local user (issue 35: CLI actions were missing from it).
+        let database = try SQLiteDatabase(path: nobody + "/bridge.sqlite3")
+        let rows = try ConsoleAudit(database: database).recent(limit: 10)
+        database.close()
+        #expect(rows.count == 1 && rows[0].action == "block" && rows[0].target == Self.key && rows[0].principal.hasPrefix("cli:"), "\(rows)")
 
         // An in-process bridge answering on its data directory's control socket, as `run` does.
         let site = Site(name: "identities-running")

@@ -1,0 +1,26 @@
+import BotStorage
+import BridgeApp
+import BotSupport
+import Console
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The CLI's moderation changes in the console's audit (issue 35: `identities` marks and `modlog release` made on the
+/// command line were missing from it), one row each in the data directory's database, named by the local user who
+/// made them (`cli:<user>`, as the console's rows name how the moderator signed in). A row that cannot be written is
+/// said on stderr; the change itself stands.
+enum CLIAudit {
+    static func record(action: String, target: String, dataDirectory: String) {
+        let user = ProcessEnvironment.value("USER") ?? ProcessEnvironment.value("LOGNAME") ?? "uid \(getuid())"
+        do {
+            let database = try SQLiteDatabase(path: FileIO.join(dataDirectory, "bridge.sqlite3"))
+            defer { database.close() }
+            try ConsoleAudit(database: database).append(ConsoleAuditEntry(
+                at: wallClockNow(), action: action, target: target, remote: "local", outcome: "ok", principal: "cli:\(user)"))
+        } catch {
+            printError("warning: the console's audit could not record this \(action): \(error)")
+        }
+    }
+}
