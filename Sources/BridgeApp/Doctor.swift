@@ -79,7 +79,7 @@ public enum Doctor {
         }
         facts.ownerUID = info.st_uid
         facts.writable = access(path, W_OK | X_OK) == 0
-        for name in [KeyStore.fileName, ConsoleToken.fileName, OperatorKeys.secretFileName] {
+        for name in [KeyStore.fileName, ConsoleToken.fileName, Moderators.fileName, OperatorKeys.secretFileName] {
             var file = stat()
             if stat(path + "/" + name, &file) == 0 { facts.secretFiles.append((name, UInt32(file.st_mode) & 0o7777)) }
         }

@@ -82,8 +82,11 @@ struct RuntimeListener {
         } catch {
             throw .failure("console: database \(stores.databasePath): \(error)")
         }
-        let tokenFile = ConsoleTokenFile(dataDirectory: stores.dataDirectory, token: token) { [logger] problem in
+        let tokenFile = WatchedFile.consoleToken(dataDirectory: stores.dataDirectory, token: token) { [logger] problem in
             logger.error("console token unreadable; the last good one stays", [("error", .string(problem))])
+        }
+        let moderatorsFile = WatchedFile.moderators(dataDirectory: stores.dataDirectory) { [logger] problem in
+            logger.error("moderators file unreadable; the last good one stays", [("error", .string(problem))])
         }
         let console = ConsoleService(
             settings: .init(token: token, readsNeedAuth: config.httpListenBeyondLoopback), stores: consoleStores,
@@ -100,7 +103,7 @@ struct RuntimeListener {
                     case .success: nil
                     case .failure(let error): error.description
                     }
-                }, charts: charts, currentToken: { tokenFile.current() }))
+                }, charts: charts, currentCredentials: { (tokenFile.current(), moderatorsFile.current().tokens) }))
         let server: LoopbackHTTPServer
         let address: String
         do {

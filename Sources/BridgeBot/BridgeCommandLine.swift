@@ -36,6 +36,7 @@ enum BridgeCommandLine {
         ("modlog", "Show, export or release from the moderation log (messages the spam filter hid, with rule and figures).", .group(ModlogCommand.group)),
         ("console-token", "Create on first use, then show, the web console's sign-in token (mode 0600).",
          .single(Subcommand("console-token", ConsoleTokenCommand.spec, run: ConsoleTokenCommand.run))),
+        ("moderators", "Give each moderator a console token of their own (add NAME, list, remove NAME).", .group(ModeratorsCommand.group)),
         ("notice", "Post, list or withdraw operator notices through the running bridge (control socket).", .group(NoticeCommand.group)),
         ("doctor", "Check this host before the gates open: data directory, Bluetooth, BlueZ settings, relays, clock.",
          .single(Subcommand("doctor", DoctorCommand.spec, run: DoctorCommand.run))),

@@ -11,7 +11,9 @@ public import WebSocketRuntime
 ///      A request that carries neither header is accepted only with the bearer token: browsers send `Origin`
 ///      on every POST, so a header-less request is not a browser being tricked, and a cookie alone never
 ///      authorises it.
-/// - With no token file, nothing changes state: the console says to run `bitchat-bridge console-token`.
+/// - With no token file and no moderator, nothing changes state: the console says to run `bitchat-bridge console-token`.
+/// - Each moderator has a token of their own (``Moderators``, issue 35); the operator's `console-token` signs in as
+///   `operator`. A request's ``Principal`` names the person, and removing one ends only that person's sessions.
 public struct ConsoleAccess: Sendable {
     public enum Limits {
         /// A browser session lasts this long, seconds (a moderator's shift); then the token is asked again.
@@ -27,10 +29,22 @@ public struct ConsoleAccess: Sendable {
         public var token: String?
         /// True on a listener beyond loopback: reading the console needs a session or the token too.
         public var readsNeedAuth: Bool
+        /// Each moderator's own token, by name (``Moderators/tokens``).
+        public var moderators: [String: String]
 
-        public init(token: String?, readsNeedAuth: Bool) {
+        public init(token: String?, readsNeedAuth: Bool, moderators: [String: String] = [:]) {
             self.token = token
             self.readsNeedAuth = readsNeedAuth
+            self.moderators = moderators
+        }
+
+        /// Whether anyone can sign in.
+        public var anyCredential: Bool { token != nil || !moderators.isEmpty }
+
+        /// Whose token `offered` is: `operator` for the console token, else the moderator's name.
+        func who(_ offered: String) -> String? {
+            if let token, ConsoleAccess.constantTimeEqual(offered, token) { return Moderators.operatorName }
+            return moderators.first { ConsoleAccess.constantTimeEqual(offered, $0.value) }?.key
         }
     }
 
@@ -40,68 +54,87 @@ public struct ConsoleAccess: Sendable {
         public let reason: String
     }
 
-    /// How a request proved itself.
-    public enum Principal: String, Sendable, Equatable {
-        case anonymous
-        case bearer
-        case session
+    /// How a request proved itself, and who it is (issue 35: the audit named no one).
+    public struct Principal: Sendable, Equatable {
+        public enum Kind: String, Sendable {
+            case anonymous
+            case bearer
+            case session
+        }
+
+        public let kind: Kind
+        /// The moderator (``Moderators``), `operator` for the console token; nil when anonymous.
+        public let name: String?
+
+        public static let anonymous = Principal(kind: .anonymous, name: nil)
+        public static func bearer(_ name: String) -> Principal { Principal(kind: .bearer, name: name) }
+        public static func session(_ name: String) -> Principal { Principal(kind: .session, name: name) }
+
+        /// As the audit writes it: `session:ana`, `bearer:operator`, `anonymous`.
+        public var rawValue: String { name.map { "\(kind.rawValue):\($0)" } ?? kind.rawValue }
     }
 
     public static let cookieName = "bb_session"
 
     public private(set) var settings: Settings
-    private var sessions: [String: Double] = [:]
+    /// Session id → its end and whose it is.
+    private var sessions: [String: (expiry: Double, name: String)] = [:]
     private var order: [String] = []
 
     public init(settings: Settings) { self.settings = settings }
 
-    /// The token as the file now holds it (made, rotated or removed after start). A change ends every session:
-    /// they were signed in with the old token.
-    public mutating func setToken(_ token: String?) {
-        guard token != settings.token else { return }
+    /// The tokens as the files now hold them (made, rotated or removed after start): a person whose token changed or
+    /// went has their sessions ended — they were signed in with the old one; everyone else stays signed in.
+    public mutating func setCredentials(token: String?, moderators: [String: String]) {
+        var changed: Set<String> = []
+        if token != settings.token { changed.insert(Moderators.operatorName) }
+        for name in Set(moderators.keys).union(settings.moderators.keys) where moderators[name] != settings.moderators[name] {
+            changed.insert(name)
+        }
         settings.token = token
-        sessions.removeAll()
-        order.removeAll()
+        settings.moderators = moderators
+        guard !changed.isEmpty else { return }
+        sessions = sessions.filter { !changed.contains($0.value.name) }
+        order.removeAll { sessions[$0] == nil }
     }
 
     public static func isStateChanging(_ method: String) -> Bool { ["POST", "PUT", "PATCH", "DELETE"].contains(method) }
 
     /// The verdict on `request` at `now` (Unix seconds). Login requests are checked by ``login(_:now:random:)``.
     public func check(_ request: HTTPRequest, now: Double) -> Result<Principal, Refusal> {
-        let bearer = bearerMatches(request)
-        let session = sessionAlive(request, now: now)
+        let bearer = bearerName(request).map(Principal.bearer)
+        let session = sessionName(request, now: now).map(Principal.session)
         guard Self.isStateChanging(request.method) else {
-            if !settings.readsNeedAuth { return .success(bearer ? .bearer : session ? .session : .anonymous) }
-            if bearer { return .success(.bearer) }
-            if session { return .success(.session) }
+            if !settings.readsNeedAuth { return .success(bearer ?? session ?? .anonymous) }
+            if let who = bearer ?? session { return .success(who) }
             return .failure(Refusal(status: 401, reason: "sign in with the console token (this listener is beyond loopback)"))
         }
-        guard settings.token != nil else {
+        guard settings.anyCredential else {
             return .failure(Refusal(status: 403, reason: "no console token: run bitchat-bridge console-token on the bridge's host"))
         }
-        if let refusal = originRefusal(request, bearer: bearer) { return .failure(refusal) }
-        if bearer { return .success(.bearer) }
-        if session { return .success(.session) }
+        if let refusal = originRefusal(request, bearer: bearer != nil) { return .failure(refusal) }
+        if let who = bearer ?? session { return .success(who) }
         return .failure(Refusal(status: 401, reason: "the console token is needed (Authorization: Bearer, or sign in)"))
     }
 
-    /// A login (`POST /console/login`, form `token=…`): same origin, then the token; a new session id on success.
-    public mutating func login(_ request: HTTPRequest, now: Double, random: (Int) -> [UInt8]) -> Result<String, Refusal> {
-        guard let token = settings.token else {
+    /// A login (`POST /console/login`, form `token=…`): same origin, then the token; a new session id, and whose it is,
+    /// on success.
+    public mutating func login(_ request: HTTPRequest, now: Double, random: (Int) -> [UInt8]) -> Result<(id: String, name: String), Refusal> {
+        guard settings.anyCredential else {
             return .failure(Refusal(status: 403, reason: "no console token: run bitchat-bridge console-token on the bridge's host"))
         }
         if let refusal = originRefusal(request, bearer: false) { return .failure(refusal) }
         let offered = FormData.parse(request.body)["token"] ?? ""
-        guard Self.constantTimeEqual(offered, token) else { return .failure(Refusal(status: 401, reason: "wrong console token")) }
+        guard let name = settings.who(offered) else { return .failure(Refusal(status: 401, reason: "wrong console token")) }
         expire(now: now)
         while order.count >= Limits.maxSessions {
             sessions.removeValue(forKey: order.removeFirst())
         }
         let id = random(Limits.sessionBytes).map { b in String(b, radix: 16).count == 1 ? "0" + String(b, radix: 16) : String(b, radix: 16) }
             .joined()
-        sessions[id] = now + Limits.sessionSeconds
+        sessions[id] = (now + Limits.sessionSeconds, name)
         order.append(id)
-        return .success(id)
+        return .success((id, name))
     }
 
     /// Ends the request's session (logout).
@@ -121,19 +154,21 @@ public struct ConsoleAccess: Sendable {
     public static var clearedCookie: String { "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" }
 
     private mutating func expire(now: Double) {
-        let dead = sessions.filter { $0.value <= now }.map(\.key)
+        let dead = sessions.filter { $0.value.expiry <= now }.map(\.key)
         for id in dead { sessions.removeValue(forKey: id) }
         if !dead.isEmpty { order.removeAll { sessions[$0] == nil } }
     }
 
-    private func bearerMatches(_ request: HTTPRequest) -> Bool {
-        guard let token = settings.token, let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
-        return Self.constantTimeEqual(String(header.dropFirst(7)).trimmingWhitespace(), token)
+    /// Whose bearer token the request carries, if any.
+    private func bearerName(_ request: HTTPRequest) -> String? {
+        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return nil }
+        return settings.who(String(header.dropFirst(7)).trimmingWhitespace())
     }
 
-    private func sessionAlive(_ request: HTTPRequest, now: Double) -> Bool {
-        guard settings.token != nil, let id = Self.cookie(request, Self.cookieName), let expiry = sessions[id] else { return false }
-        return expiry > now
+    /// Whose live session the request's cookie is, if any.
+    private func sessionName(_ request: HTTPRequest, now: Double) -> String? {
+        guard let id = Self.cookie(request, Self.cookieName), let session = sessions[id], session.expiry > now else { return nil }
+        return session.name
     }
 
     /// Same-origin check (CSRF): nil when the request may go on.

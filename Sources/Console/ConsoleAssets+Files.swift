@@ -161,7 +161,7 @@ extension ConsoleAssets {
         async function refreshSession() {
           const s = await api("/api/session");
           $("#signin").hidden = s.signed_in;
-          $("#session").textContent = s.signed_in ? "signed in" : (s.token_exists ? "read-only: sign in to act" : "read-only: no console token");
+          $("#session").textContent = s.signed_in ? (s.signed_in_as ? "signed in as " + s.signed_in_as : "signed in") : (s.token_exists ? "read-only: sign in to act" : "read-only: no console token");
           return s;
         }
 

@@ -60,9 +60,10 @@ public final class ConsoleService: Sendable {
         public var fleetChange: (@Sendable (FleetChange) -> Void)?
         /// The per-minute series the charts draw (fed by the status loop); nil: no charts.
         public var charts: ConsoleCharts?
-        /// The console token as its file holds it now (``ConsoleTokenFile``), asked before each console request so
-        /// a token made or rotated after start works at once; nil: the settings' token stays as it was at start.
-        public var currentToken: (@Sendable () -> String?)?
+        /// The console token and the moderators' tokens as their files hold them now (``WatchedFile``), asked before
+        /// each console request so a token made, rotated or removed after start counts at once; nil: the settings' stay
+        /// as they were at start.
+        public var currentCredentials: (@Sendable () -> (token: String?, moderators: [String: String]))?
 
         public init(
             now: @escaping @Sendable () -> Double, random: @escaping @Sendable (Int) -> [UInt8],
@@ -72,10 +73,10 @@ public final class ConsoleService: Sendable {
             setSpamLimits: (@Sendable (SpamFilterConfig) -> Void)? = nil, spamAtStart: SpamFilterConfig = SpamFilterConfig(),
             fleetChange: (@Sendable (FleetChange) -> Void)? = nil,
             release: (@Sendable (String) async -> String?)? = nil, charts: ConsoleCharts? = nil,
-            currentToken: (@Sendable () -> String?)? = nil
+            currentCredentials: (@Sendable () -> (token: String?, moderators: [String: String]))? = nil
         ) {
             self.charts = charts
-            self.currentToken = currentToken
+            self.currentCredentials = currentCredentials
             self.setSpamLimits = setSpamLimits
             self.spamAtStart = spamAtStart
             self.fleetChange = fleetChange
@@ -150,10 +151,9 @@ public final class ConsoleService: Sendable {
             return dependencies.fallback(request.method, path)
         }
         let now = dependencies.now()
-        // Outer nil: the token is not followed; inner nil: no token file now.
-        let token: String?? = dependencies.currentToken.map { $0() }
+        let credentials = dependencies.currentCredentials.map { $0() }
         return state.withLock { (state: inout State) -> HTTPResponse in
-            if let token { state.access.setToken(token) }
+            if let credentials { state.access.setCredentials(token: credentials.token, moderators: credentials.moderators) }
             if request.method == "POST" && path == "/console/login" { return Self.login(&state, request, now: now, random: dependencies.random) }
             let verdict = state.access.check(request, now: now)
             let changing = ConsoleAccess.isStateChanging(request.method)
@@ -187,7 +187,8 @@ public final class ConsoleService: Sendable {
         switch path {
         case "/api/session":
             return Self.json(200, .object([
-                ("signed_in", .bool(principal != .anonymous)), ("token_exists", .bool(state.access.settings.token != nil)),
+                ("signed_in", .bool(principal != .anonymous)), ("signed_in_as", principal.name.map(JSONValue.string) ?? .null),
+                ("token_exists", .bool(state.access.settings.anyCredential)),
                 ("reads_need_auth", .bool(state.access.settings.readsNeedAuth)),
             ]))
         case "/api/audit":
@@ -329,8 +330,8 @@ public final class ConsoleService: Sendable {
         case .failure(let refusal):
             audit(&state, request, now, "login", "", "refused: \(refusal.reason)", "none")
             return json(refusal.status, .object([("error", .string(refusal.reason))]))
-        case .success(let id):
-            audit(&state, request, now, "login", "", "ok", "token")
+        case .success(let (id, name)):
+            audit(&state, request, now, "login", "", "ok", ConsoleAccess.Principal.session(name).rawValue)
             var response = json(200, .object([("signed_in", .bool(true))]))
             response.headers.append(("Set-Cookie", ConsoleAccess.sessionCookie(id)))
             return response

@@ -84,46 +84,52 @@ extension String {
     }
 }
 
-/// The console token file followed while the bridge runs (issue 23 finding 2): ``current()`` answers from memory
-/// while the file is unchanged (its inode, size and modification time, one `stat`) and reads it again when it
-/// changed — made after start, rotated (a new file: `console-token --rotate` writes atomically) or removed. A file
-/// that no longer reads (too open, malformed) keeps the last good token and reports the error once to `problem`.
-/// Only console requests ask, so an idle bridge never looks.
-public final class ConsoleTokenFile: Sendable {
+/// A file of the data directory followed while the bridge runs (issue 23 finding 2: the console token; issue 35: the
+/// moderators): ``current()`` answers from memory while the file is unchanged (its inode, size and modification time,
+/// one `stat`) and reads it again when it changed — made after start, rewritten atomically (`console-token --rotate`,
+/// `moderators add`) or removed (then `absent`). A file that no longer reads (too open, malformed) keeps the last good
+/// value and reports the error once to `problem`. Only console requests ask, so an idle bridge never looks.
+public final class WatchedFile<Value: Sendable>: Sendable {
     private struct Seen: Equatable {
         var inode: UInt64
         var size: Int64
         var modified: Int64
     }
 
-    private let dataDirectory: String
+    private let path: String
+    private let absent: Value
+    private let load: @Sendable () throws -> Value
     private let problem: @Sendable (String) -> Void
-    private let state: Mutex<(seen: Seen?, token: String?)>
+    private let state: Mutex<(seen: Seen?, value: Value)>
 
-
-    /// Starts from `token`, the file as `run` read it at start.
-    public init(dataDirectory: String, token: String?, problem: @escaping @Sendable (String) -> Void) {
-        self.dataDirectory = dataDirectory
+    /// Starts from `value`, the file as `run` read it at start.
+    public init(
+        path: String, value: Value, absent: Value, load: @escaping @Sendable () throws -> Value,
+        problem: @escaping @Sendable (String) -> Void
+    ) {
+        self.path = path
+        self.absent = absent
+        self.load = load
         self.problem = problem
-        state = Mutex((Self.identity(ConsoleToken.path(dataDirectory: dataDirectory)), token))
+        state = Mutex((Self.identity(path), value))
     }
 
-    /// The token the file holds now (nil: no file).
-    public func current() -> String? {
-        let seen = Self.identity(ConsoleToken.path(dataDirectory: dataDirectory))
-        return state.withLock { (state: inout (seen: Seen?, token: String?)) -> String? in
-            guard seen != state.seen else { return state.token }
+    /// What the file holds now (`absent`: no file).
+    public func current() -> Value {
+        let seen = Self.identity(path)
+        return state.withLock { (state: inout (seen: Seen?, value: Value)) -> Value in
+            guard seen != state.seen else { return state.value }
             state.seen = seen
             guard seen != nil else {
-                state.token = nil
-                return nil
+                state.value = absent
+                return absent
             }
             do {
-                state.token = try ConsoleToken.load(dataDirectory: dataDirectory)
+                state.value = try load()
             } catch {
                 problem("\(error)")
             }
-            return state.token
+            return state.value
         }
     }
 
@@ -133,5 +139,29 @@ public final class ConsoleTokenFile: Sendable {
         return Seen(
             inode: UInt64(info.st_ino), size: Int64(info.st_size),
             modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+}
+
+extension WatchedFile where Value == String? {
+    /// `<data-dir>/console-token`, starting from `token` as `run` read it.
+    public static func consoleToken(dataDirectory: String, token: String?, problem: @escaping @Sendable (String) -> Void) -> WatchedFile<String?> {
+        WatchedFile(
+            path: ConsoleToken.path(dataDirectory: dataDirectory), value: token, absent: nil,
+            load: { try ConsoleToken.load(dataDirectory: dataDirectory) }, problem: problem)
+    }
+}
+
+extension WatchedFile where Value == Moderators {
+    /// `<data-dir>/moderators.json`, read now.
+    public static func moderators(dataDirectory: String, problem: @escaping @Sendable (String) -> Void) -> WatchedFile<Moderators> {
+        let load: @Sendable () throws -> Moderators = { try Moderators.load(dataDirectory: dataDirectory) }
+        let initial: Moderators
+        do {
+            initial = try load()
+        } catch {
+            problem("\(error)")
+            initial = Moderators()
+        }
+        return WatchedFile(path: Moderators.path(dataDirectory: dataDirectory), value: initial, absent: Moderators(), load: load, problem: problem)
     }
 }

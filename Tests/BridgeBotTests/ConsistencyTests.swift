@@ -17,6 +17,7 @@ struct CommandLineConsistencyTests {
         ("mesh", ["listen", "say", "deposit"]),
         ("wire", ["decode", "encode"]),
         ("spam", ["explain", "check"]),
+        ("moderators", ["add", "list", "remove"]),
     ]
 
     @Test("the top-level help keeps a space between every command and its summary")

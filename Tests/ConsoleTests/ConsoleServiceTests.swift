@@ -104,6 +104,28 @@ struct ConsoleServiceTests {
         #expect(audit.contains { $0["target"] == .string("nostr:" + hidden[0]) && $0["outcome"] == .string("ok") }, "the audit names the whole key")
     }
 
+    @Test("a moderator signs in with their own token (followed from the moderators file) and every audit row names them; removed, their session ends")
+    func auditNamesTheModerator() throws {
+        let path = database()
+        let ana = String(repeating: "a1", count: 32)
+        let crew = Mutex<[String: String]>(["ana": ana])
+        let console = try ConsoleService(
+            settings: .init(token: Self.token, readsNeedAuth: false), databasePath: path,
+            dependencies: .init(now: { 1_750_000_000 }, random: { [UInt8](repeating: 7, count: $0) },
+                                fallback: { _, path in HTTPResponse(status: 404, json: .object([("fallback", .string(path))])) },
+                                currentCredentials: { (Self.token, crew.withLock { $0 }) }))
+        let login = console.handle(ConsoleAccessTests.request("POST", "/console/login", body: "token=\(ana)"))
+        #expect(login.status == 200)
+        let cookie = try #require(login.headers.first { $0.name == "Set-Cookie" }?.value.split(separator: ";").first.map(String.init))
+        let session = try json(console.handle(ConsoleAccessTests.request("GET", "/api/session", origin: nil, cookie: cookie)))
+        #expect(session["signed_in_as"] == .string("ana"), "\(session)")
+        #expect(console.handle(ConsoleAccessTests.request("POST", "/api/senders/\(Self.key)/block", cookie: cookie)).status == 200)
+        let rows = try #require(try json(console.handle(ConsoleAccessTests.request("GET", "/api/audit", origin: nil)))["entries"]?.arrayValue)
+        #expect(rows.map { "\($0["action"]?.stringValue ?? "") \($0["principal"]?.stringValue ?? "")" } == ["block session:ana", "login session:ana"])
+        crew.withLock { $0 = [:] }
+        #expect(console.handle(ConsoleAccessTests.request("POST", "/api/senders/\(Self.key)/unblock", cookie: cookie)).status == 401)
+    }
+
     @Test func chartsAreServedAsTheOtherReadsAreAndOnlyReadByGET() throws {
         let path = database()
         let charts = ConsoleCharts()
