@@ -12,13 +12,23 @@ import Glibc
 /// made them (`cli:<user>`, as the console's rows name how the moderator signed in). A row that cannot be written is
 /// said on stderr; the change itself stands.
 enum CLIAudit {
-    static func record(action: String, target: String, dataDirectory: String) {
+    /// On the connection the command has open.
+    static func record(action: String, target: String, database: SQLiteDatabase) {
         let user = ProcessEnvironment.value("USER") ?? ProcessEnvironment.value("LOGNAME") ?? "uid \(getuid())"
+        do {
+            try ConsoleAudit(database: database).append(ConsoleAuditEntry(
+                at: wallClockNow(), action: action, target: target, remote: "local", outcome: "ok", principal: "cli:\(user)"))
+        } catch {
+            printError("warning: the console's audit could not record this \(action): \(error)")
+        }
+    }
+
+    /// For a command that has no connection open: one to `dataDirectory`'s database for the row.
+    static func record(action: String, target: String, dataDirectory: String) {
         do {
             let database = try SQLiteDatabase(path: FileIO.join(dataDirectory, "bridge.sqlite3"))
             defer { database.close() }
-            try ConsoleAudit(database: database).append(ConsoleAuditEntry(
-                at: wallClockNow(), action: action, target: target, remote: "local", outcome: "ok", principal: "cli:\(user)"))
+            record(action: action, target: target, database: database)
         } catch {
             printError("warning: the console's audit could not record this \(action): \(error)")
         }

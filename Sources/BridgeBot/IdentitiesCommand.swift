@@ -1,3 +1,4 @@
+import BotStorage
 import BridgeApp
 import BotSupport
 import Console
@@ -64,14 +65,14 @@ enum IdentitiesCommand {
                 positionals: [PositionalSpec(name: "KEY")], options: [dataDirOption], details: keyHelp)) { args throws(CommandExit) in
                     let text = args.positionals[0]
                     let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
-                    let (cache, store) = try open(dataDirectory)
-                    let key = try resolve(text, store: store, dataDirectory: dataDirectory)
+                    let (cache, _, database) = try open(dataDirectory)
+                    let key = try resolve(text, cache: cache, database: database)
                     do {
                         print(try cache.forget(key) ? "Forgot \(key.qualified)" : "\(key.qualified) was not in the cache")
                     } catch {
                         throw .failure("cannot forget \(key): \(error)")
                     }
-                    CLIAudit.record(action: "forget", target: key.qualified, dataDirectory: dataDirectory)
+                    CLIAudit.record(action: "forget", target: key.qualified, database: database)
                     tellBridge(dataDirectory: dataDirectory)
                 },
             Subcommand("stats", CommandSpec(
@@ -135,28 +136,32 @@ enum IdentitiesCommand {
     }
 
     /// Opens the database and the cache over it, with the policy file (when readable).
-    private static func open(_ dataDirectory: String) throws(CommandExit) -> (PeerIdentityCache, SQLiteIdentityStore) {
+    /// One connection to the data directory's database serves the cache, the moderation log's senders (``MetKeys``) and
+    /// the audit row (``CLIAudit``).
+    private static func open(_ dataDirectory: String) throws(CommandExit) -> (PeerIdentityCache, SQLiteIdentityStore, SQLiteDatabase) {
         try KeysCommand.checkDataDirectory(dataDirectory)
         do {
             try FileIO.makeDirectory(dataDirectory)
         } catch {
             throw .failure("cannot create data directory: \(error)")
         }
+        let database: SQLiteDatabase
         let store: SQLiteIdentityStore
         do {
-            store = try SQLiteIdentityStore(path: FileIO.join(dataDirectory, SQLiteIdentityStore.databaseFileName))
+            database = try SQLiteDatabase(path: FileIO.join(dataDirectory, SQLiteIdentityStore.databaseFileName))
+            store = try SQLiteIdentityStore(database: database)
         } catch {
             throw .failure("cannot open the identity database: \(error)")
         }
         let cache = PeerIdentityCache(store: store, logger: Logger(label: "identities", level: .warning))
         cache.setOperatorLists(try? OperatorLists.load(path: FileIO.join(dataDirectory, "policy.json")))
-        return (cache, store)
+        return (cache, store, database)
     }
 
     /// KEY text → key: an npub; `mesh:`/`nostr:` with all 64 hex (a key not met yet may be annotated too); or a
     /// prefix of at least 8 hex, bare or with its kind, of a key the bridge has met — in the cache or the moderation
     /// log (``MetKeys``, as the console resolves it).
-    static func resolve(_ text: String, store: any IdentityStore, dataDirectory: String) throws(CommandExit) -> IdentityKey {
+    static func resolve(_ text: String, cache: PeerIdentityCache, database: SQLiteDatabase) throws(CommandExit) -> IdentityKey {
         if text.hasPrefix("npub1") {
             do {
                 return try IdentityKey.nostr(pubkey: try Bech32.decodeKey(text, hrp: "npub"))
@@ -164,11 +169,9 @@ enum IdentitiesCommand {
                 throw .usage("'\(text)' is not a valid npub (\(error))")
             }
         }
-        let log = try? ModerationLog(
-            path: FileIO.join(dataDirectory, SQLiteIdentityStore.databaseFileName), config: ModerationLogConfig(), logger: nil)
         do {
-            return try KeyPrefix.resolve(
-                text, lookup: MetKeys.lookup(identities: { try store.keys(hexPrefix: $0, kind: $1, limit: $2) }, moderationLog: log))
+            return try MetKeys.resolve(
+                text, identities: cache, moderationLog: try? ModerationLog(database: database, config: ModerationLogConfig(), logger: nil))
         } catch {
             throw CommandExit(error)
         }
@@ -177,15 +180,15 @@ enum IdentitiesCommand {
     private static func annotate(
         _ text: String, action: String, dataDirectory: String, json: Bool, _ change: (inout Annotations) -> Void
     ) throws(CommandExit) {
-        let (cache, store) = try open(dataDirectory)
-        let key = try resolve(text, store: store, dataDirectory: dataDirectory)
+        let (cache, _, database) = try open(dataDirectory)
+        let key = try resolve(text, cache: cache, database: database)
         let record: IdentityRecord?
         do {
             record = try cache.annotate(key, change)
         } catch {
             throw .failure("cannot update \(key): \(error)")
         }
-        CLIAudit.record(action: action, target: key.qualified, dataDirectory: dataDirectory)
+        CLIAudit.record(action: action, target: key.qualified, database: database)
         tellBridge(dataDirectory: dataDirectory)
         if json {
             printJSON(record.map { recordJSON($0, lists: cache.operatorLists) } ?? .object([("key", .string(key.qualified)), ("removed", .bool(true))]))
@@ -209,7 +212,7 @@ enum IdentitiesCommand {
             }
             limit = n
         }
-        let (cache, store) = try open(dataDirectory)
+        let (cache, store, _) = try open(dataDirectory)
         var selected: [IdentityRecord] = []
         var after: IdentityKey?
         do {
@@ -236,7 +239,7 @@ enum IdentitiesCommand {
     }
 
     private static func stats(json: Bool, dataDirectory: String) throws(CommandExit) {
-        let (cache, store) = try open(dataDirectory)
+        let (cache, store, _) = try open(dataDirectory)
         let total: Int
         var strangers: Int
         do {

@@ -101,12 +101,13 @@ enum ModlogCommand {
             throw .failure("\(error)")
         }
         if ids.contains(hex) { return hex }
-        guard ids.count != 1 else { return ids[0] }
-        guard !ids.isEmpty else {
-            throw .usage("no message in the moderation log (\(path)) starts with '\(text)': give the id as `bitchat-bridge modlog` shows it")
+        do {
+            return try KeyPrefix.unique(
+                ids, text: text, noun: "messages", describe: { $0 },
+                absent: "no message in the moderation log (\(path)) starts with '\(text)': give the id as `bitchat-bridge modlog` shows it")
+        } catch {
+            throw CommandExit(error)
         }
-        let count = ids.count > KeyPrefix.maxCandidates ? "more than \(KeyPrefix.maxCandidates)" : "\(ids.count)"
-        throw .usage("'\(text)' matches \(count) messages; give more of it:\n" + ids.prefix(KeyPrefix.maxCandidates).map { "  " + $0 }.joined(separator: "\n"))
     }
 
     static func export(_ args: ParsedArguments) throws(CommandExit) {

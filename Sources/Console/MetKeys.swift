@@ -10,12 +10,10 @@ import SpamFilter
 /// row's sender is a Nostr key, a mesh-to-nostr row's a mesh fingerprint; a sender that is no whole key (a peer ID the
 /// bridge knew no fingerprint for) is left out.
 public enum MetKeys {
-    /// The lookup ``KeyPrefix/resolve(_:lookup:)`` takes, over the cache's store and the log.
-    public static func lookup(
-        identities: @escaping (String, IdentityKind, Int) throws -> [IdentityKey], moderationLog: ModerationLog?
-    ) -> (String, IdentityKind, Int) throws -> [IdentityKey] {
-        { prefix, kind, limit in
-            var keys = try identities(prefix, kind, limit)
+    /// `text` as one key the bridge has met, through the cache and the log (``KeyPrefix/resolve(_:lookup:)``).
+    public static func resolve(_ text: String, identities: PeerIdentityCache, moderationLog: ModerationLog?) throws(KeyPrefixError) -> IdentityKey {
+        try KeyPrefix.resolve(text) { prefix, kind, limit in
+            var keys = try identities.keys(hexPrefix: prefix, kind: kind, limit: limit)
             if let moderationLog {
                 let direction: SpamDirection = kind == .nostr ? .nostrToMesh : .meshToNostr
                 let senders = try moderationLog.senders(hexPrefix: prefix, direction: direction, limit: limit)
@@ -23,10 +21,5 @@ public enum MetKeys {
             }
             return keys
         }
-    }
-
-    /// `text` as one key the bridge has met, through the cache and the log (``lookup(identities:moderationLog:)``).
-    public static func resolve(_ text: String, identities: PeerIdentityCache, moderationLog: ModerationLog?) throws(KeyPrefixError) -> IdentityKey {
-        try KeyPrefix.resolve(text, lookup: lookup(identities: { try identities.keys(hexPrefix: $0, kind: $1, limit: $2) }, moderationLog: moderationLog))
     }
 }

@@ -34,10 +34,18 @@ public struct KeyPrefix: Sendable {
     /// The one match among `candidates` (as the lookup found them, up to ``maxCandidates`` + 1), or none (`absent`
     /// says what to do) or several (listed).
     public func unique<T>(_ candidates: [T], describe: (T) -> String, absent: String) throws(KeyPrefixError) -> T {
+        try Self.unique(candidates, text: text, describe: describe, absent: absent)
+    }
+
+    /// The same for anything an operator names by the prefix a table shows (`noun`: what the candidates are, e.g. the
+    /// moderation log's message ids).
+    public static func unique<T>(
+        _ candidates: [T], text: String, noun: String = "keys", describe: (T) -> String, absent: String
+    ) throws(KeyPrefixError) -> T {
         guard candidates.count != 1 else { return candidates[0] }
         guard !candidates.isEmpty else { throw .absent(absent) }
-        let count = candidates.count > Self.maxCandidates ? "more than \(Self.maxCandidates)" : "\(candidates.count)"
-        throw .ambiguous(text: text, count: count, candidates: candidates.prefix(Self.maxCandidates).map(describe))
+        let count = candidates.count > maxCandidates ? "more than \(maxCandidates)" : "\(candidates.count)"
+        throw .ambiguous(text: text, count: count, noun: noun, candidates: candidates.prefix(maxCandidates).map(describe))
     }
 
     /// The key `text` names, the whole key as typed (`mesh:`/`nostr:` and 64 hex: a key not met yet may be marked too),
@@ -75,7 +83,7 @@ public enum KeyPrefixError: Error, Equatable, Sendable, CustomStringConvertible 
     case invalid(text: String, reason: String)
     /// No key matches (what to do).
     case absent(String)
-    case ambiguous(text: String, count: String, candidates: [String])
+    case ambiguous(text: String, count: String, noun: String, candidates: [String])
     /// The stores could not be read.
     case lookupFailed(String)
 
@@ -86,8 +94,8 @@ public enum KeyPrefixError: Error, Equatable, Sendable, CustomStringConvertible 
                 + "with mesh: or nostr: when both kinds could match, all 64, or an npub1…"
         case .invalid(let text, let reason): "'\(text)': \(reason)"
         case .absent(let what): what
-        case .ambiguous(let text, let count, let candidates):
-            "'\(text)' matches \(count) keys; give more of it:\n" + candidates.map { "  " + $0 }.joined(separator: "\n")
+        case .ambiguous(let text, let count, let noun, let candidates):
+            "'\(text)' matches \(count) \(noun); give more of it:\n" + candidates.map { "  " + $0 }.joined(separator: "\n")
         case .lookupFailed(let reason): "cannot read the identities: \(reason)"
         }
     }

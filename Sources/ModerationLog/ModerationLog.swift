@@ -245,30 +245,29 @@ public final class ModerationLog {
     }
 
     /// The distinct senders whose key starts with `hexPrefix` (lowercase hex), at most `limit`, in key order: the
-    /// prefix a table shows names the sender (`modlog --sender 834c59a1`). A range on the sender index.
+    /// prefix a table shows names the sender (`modlog --sender 834c59a1`); `direction` narrows to one side (a Nostr
+    /// key or a mesh fingerprint). A range on the sender index.
     public func senders(hexPrefix: String, direction: SpamDirection? = nil, limit: Int) throws(ModerationLogError) -> [String] {
-        do {
-            if let direction {
-                return try database.prepare(
-                    "SELECT DISTINCT sender FROM modlog_records WHERE sender >= ? AND sender < ? AND direction = ? ORDER BY sender LIMIT ?"
-                ).query([.text(hexPrefix), .text(hexPrefix + "g"), .text(direction.rawValue), .integer(Int64(max(0, limit)))]) { $0.text(0) }
-            }
-            // Lowercase hex sorts below "g": [prefix, prefix + "g") holds exactly the keys that start with it.
-            return try database.prepare(
-                "SELECT DISTINCT sender FROM modlog_records WHERE sender >= ? AND sender < ? ORDER BY sender LIMIT ?"
-            ).query([.text(hexPrefix), .text(hexPrefix + "g"), .integer(Int64(max(0, limit)))]) { $0.text(0) }
-        } catch {
-            throw .storage(error)
-        }
+        try distinct("sender", hexPrefix: hexPrefix, direction: direction, limit: limit)
     }
 
     /// The message ids that start with `hexPrefix` (lowercase hex), in order, at most `limit`: `modlog release` takes the
     /// 16 hex the table shows.
     public func messageIDs(hexPrefix: String, limit: Int) throws(ModerationLogError) -> [String] {
+        try distinct("message_id", hexPrefix: hexPrefix, direction: nil, limit: limit)
+    }
+
+    /// The distinct values of `column` (an indexed hex column) that start with `hexPrefix`: lowercase hex sorts below
+    /// "g", so [prefix, prefix + "g") holds exactly them.
+    private func distinct(_ column: String, hexPrefix: String, direction: SpamDirection?, limit: Int) throws(ModerationLogError) -> [String] {
+        var values: [SQLiteValue] = [.text(hexPrefix), .text(hexPrefix + "g")]
+        if let direction { values.append(.text(direction.rawValue)) }
+        values.append(.integer(Int64(max(0, limit))))
         do {
             return try database.prepare(
-                "SELECT DISTINCT message_id FROM modlog_records WHERE message_id >= ? AND message_id < ? ORDER BY message_id LIMIT ?"
-            ).query([.text(hexPrefix), .text(hexPrefix + "g"), .integer(Int64(max(0, limit)))]) { $0.text(0) }
+                "SELECT DISTINCT \(column) FROM modlog_records WHERE \(column) >= ? AND \(column) < ?"
+                    + (direction == nil ? "" : " AND direction = ?") + " ORDER BY \(column) LIMIT ?"
+            ).query(values) { $0.text(0) }
         } catch {
             throw .storage(error)
         }
