@@ -81,6 +81,10 @@ extension MetricsSource {
             } else if let failure = relay.stats.lastFailure {
                 line += " (\(failure))"
             }
+            if let wait = relay.nextAttemptIn {
+                let (seconds, fraction) = wait.components
+                line += ", next attempt in \(seconds + (fraction > 0 ? 1 : 0)) s"
+            }
             problems.append(line)
         }
         return BridgeHealth.Inputs(

@@ -304,6 +304,14 @@ public struct RelayPoolCore: Sendable {
     }
 
     /// Everything an operator view needs about every relay, read at once.
+    private static func nextAttempt(_ state: RelayConnectionMachine.State, now: ContinuousClock.Instant) -> Duration? {
+        switch state {
+        case .backingOff(let until): max(until - now, .zero)
+        case .permanentlyFailed(let retryAt): max(retryAt - now, .zero)
+        default: nil
+        }
+    }
+
     public func snapshot(now: ContinuousClock.Instant) -> RelayPoolSnapshot {
         RelayPoolSnapshot(
             relays: relays.map { relay in
@@ -311,6 +319,7 @@ public struct RelayPoolCore: Sendable {
                 stats.verification = relay.verifier.counters
                 return RelaySnapshot(
                     url: relay.url, state: relay.machine.state, consecutiveFailures: relay.machine.consecutiveFailures,
+                    nextAttemptIn: Self.nextAttempt(relay.machine.state, now: now),
                     isAnswering: Self.isAnswering(relay, now: now, window: configuration.liveness.answerWindow),
                     sinceLastAnswer: relay.lastAnswer.map { now - $0 }, pendingFrames: relay.window.count,
                     queuedEvents: relay.queue.count, stats: stats)

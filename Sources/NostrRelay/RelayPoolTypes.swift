@@ -50,6 +50,9 @@ public struct RelaySnapshot: Sendable, Equatable {
     public let state: RelayConnectionMachine.State
     /// Failures since the last stable connection (the backoff exponent).
     public let consecutiveFailures: Int
+    /// While backing off or failed: the time left until the next attempt (what an operator waiting for a relay
+    /// that has come back wants to know); nil in every other state.
+    public let nextAttemptIn: Duration?
     /// Connected and answered within the answer window: what health counts as up.
     public let isAnswering: Bool
     /// Time since the current connection last answered (nil: not connected, or no answer yet).

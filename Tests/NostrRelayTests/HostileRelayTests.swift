@@ -117,6 +117,9 @@ struct HostileRelayTests {
         // 8 s after the fourth failure; a loaded machine notices the failure seconds late (4.5 s left, once), so
         // the bound only tells the 8 s step from the old rule's 1.0–1.2 s.
         #expect(until - ContinuousClock.now > .seconds(2), "the fifth attempt waits 8 s")
+        // The snapshot says the same wait, as health shows it to the operator.
+        let left = try #require(relay.nextAttemptIn, "a relay backing off says when it is tried next")
+        #expect(left > .seconds(2) && left <= .seconds(8) * 1.2, "\(left)")
         await listener.stop()
     }
 
