@@ -47,8 +47,17 @@ public actor BridgeCoordinator {
         /// Fleet lists offered, by outcome (empty when no operator key is configured).
         public var fleetLists = Tally<FleetListOutcome>()
         public var boardNostr = Tally<BoardNostrOutcome>()
+        /// The site's records (nil: this stage holds no operator key).
+        public var site: SiteFigures?
         /// The courier gateway's counters and sizes (nil with it off).
         public var courier: BridgeMetrics.CourierFigures?
+    }
+
+    /// The site's records as `/metrics` shows them.
+    public struct SiteFigures: Sendable, Equatable {
+        public var outcomes: Tally<SiteRecordOutcome>
+        public var targets: Int
+        public var unacknowledged: Int
     }
 
     public enum Limits {
@@ -160,7 +169,9 @@ public actor BridgeCoordinator {
         switch input {
         case .event(let event): feed(.relayEvent(event))
         case .connectedRelays(let count): feed(.relaysConnected(count))
-        case .accepted(let id): store.uplinkAcknowledged(id)
+        case .accepted(let id):
+            store.uplinkAcknowledged(id)
+            feed(.relayAccepted(id))
         }
     }
 
@@ -247,6 +258,8 @@ public actor BridgeCoordinator {
             case .syncChanges(let changes): store.writeSync(changes)
             case .ledger(let change): store.writeLedger(change)
             case .keepFleetList(let event): store.keepFleetList(event)
+            case .keepSiteRecord(let event, let acknowledged): store.keepSiteRecord(event, acknowledged: acknowledged)
+            case .siteRecordAcknowledged(let id): store.siteRecordAcknowledged(id)
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
             case .released(let id, let by, let at): store.markReleased(messageID: id, by: by, at: at)
             case .keepHeld(let item, let at): store.keepHeld(item, at: at)
@@ -334,6 +347,7 @@ public actor BridgeCoordinator {
             sync: machine.responder?.counters ?? SyncResponderCounters(), boardPackets: machine.counters.boardPackets,
             syncStored: machine.counters.syncStored, syncWriteFailures: stores.syncJournal?.failedWrites ?? 0,
             fleetLists: machine.fleet?.outcomes ?? Tally(), boardNostr: machine.counters.boardNostr,
+            site: machine.site.map { SiteFigures(outcomes: $0.outcomes, targets: $0.records.count, unacknowledged: $0.unacknowledgedCount) },
             courier: machine.courierGateway.map { gateway in
                 var figures = BridgeMetrics.CourierFigures()
                 figures.counters = gateway.counters

@@ -50,6 +50,8 @@ public final class BridgeStoreService: @unchecked Sendable {
         public var meshOutboxDrops = 0
         /// Courier store writes that failed (the mail stays in memory while this run lasts).
         public var failedCourierWrites = 0
+        /// Site record writes that failed (the record applies while this run lasts; one made here is published now).
+        public var failedSiteWrites = 0
     }
 
     public let stores: BridgeStores
@@ -93,6 +95,11 @@ public final class BridgeStoreService: @unchecked Sendable {
                 logger.error("cannot read the hidden messages kept for release; earlier hides cannot be released", [
                     ("error", .string(error.description)),
                 ])
+            }
+        }
+        if let store = stores.siteRecords {
+            do { restored.siteRecords = try store.records() } catch {
+                logger.error("cannot read the site records; this stage waits for the relays' copies", [("error", .string(error.description))])
             }
         }
         if let configuration = courier, let store = stores.courier {
@@ -211,6 +218,23 @@ public final class BridgeStoreService: @unchecked Sendable {
             try stores.held?.remove(messageID)
         } catch {
             failed(\.failedModerationWrites, "moderation log release mark failed; the message was released", error, id: nil)
+        }
+    }
+
+    /// A site record in force, kept (replacing its target's); a failed write is counted.
+    func keepSiteRecord(_ event: NostrEvent, acknowledged: Bool) {
+        do {
+            try stores.siteRecords?.keep(event, acknowledged: acknowledged)
+        } catch {
+            failed(\.failedSiteWrites, "site record not kept; it applies until the bridge stops", error, id: event.id)
+        }
+    }
+
+    func siteRecordAcknowledged(_ id: EventID) {
+        do {
+            try stores.siteRecords?.acknowledged(id)
+        } catch {
+            failed(\.failedSiteWrites, "site record acknowledgement not kept; a restart publishes it again", error, id: id)
         }
     }
 

@@ -143,6 +143,9 @@ public struct BridgeStores: @unchecked Sendable {
     public var held: HeldMessageStore?
     /// The courier gateway's mail and taken drops (issue 24): nil = this run's memory only.
     public var courier: CourierStore?
+    /// The site's records (issue 35): nil = this run's memory only (a restart catches up from the relays, and what
+    /// no relay acknowledged is lost).
+    public var siteRecords: SiteRecordStore?
 
     public init(
         recent: any RecentEventRecording, identities: PeerIdentityCache, uplinks: (any PendingUplinkStoring)? = nil,

@@ -46,7 +46,7 @@ enum ControlCommands {
             }
         case "modlog.release":
             guard let id = request["id"]?.stringValue, !id.isEmpty else { return reply(op, logger, error: "modlog.release needs an id") }
-            switch await coordinator.release(messageID: id, by: "cli") {
+            switch await coordinator.release(messageID: id, by: request["by"]?.stringValue ?? "cli") {
             case .success:
                 logger.info("control request", [("op", .string(op)), ("id", .string(id))])
                 return .object([("ok", .bool(true)), ("id", .string(id))])
@@ -61,6 +61,12 @@ enum ControlCommands {
         case "stores.changed":
             // Another process (`identities block`, `forget`) wrote the database: the block list and pins are read again.
             coordinator.storesChanged()
+            if let site = request["site"] {
+                guard let text = site["target"]?.stringValue, let on = site["on"]?.boolValue, let by = site["by"]?.stringValue,
+                    let target = try? SiteTarget(parsing: text)
+                else { return reply(op, logger, error: "stores.changed: site needs a target (block:… or staff:…), on and by") }
+                coordinator.submit(OperatorInput.site(target, on: on, by: by))
+            }
             logger.info("control request", [("op", .string(op))])
             return .object([("ok", .bool(true))])
         case "notice.list":

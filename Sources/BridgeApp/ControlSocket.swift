@@ -1,4 +1,5 @@
 public import BotSupport
+public import BridgeCore
 import Dispatch
 import Synchronization
 
@@ -270,9 +271,14 @@ public final class ControlSocket: Sendable {
     /// Tells the bridge running on `dataDirectory`, if any, that this process changed its stores (the CLI's
     /// `identities` edits): it reads the block list and pins again at once. Whether a bridge answered (none running:
     /// nothing to tell).
+    /// `site`: the moderator's action the change was, made a site record by a bridge that holds the operator key.
     @discardableResult
-    public static func notifyStoresChanged(dataDirectory: String) -> Bool {
-        (try? request(.object([("op", .string("stores.changed"))]), dataDirectory: dataDirectory)) != nil
+    public static func notifyStoresChanged(dataDirectory: String, site: (target: SiteTarget, on: Bool, by: String)? = nil) -> Bool {
+        var message: [(String, JSONValue)] = [("op", .string("stores.changed"))]
+        if let site {
+            message.append(("site", .object([("target", .string(site.target.description)), ("on", .bool(site.on)), ("by", .string(site.by))])))
+        }
+        return (try? request(.object(message), dataDirectory: dataDirectory)) != nil
     }
 
     /// A detached thread running `body` (BotSupport's ``OwnerThread``); on the calling thread when none can

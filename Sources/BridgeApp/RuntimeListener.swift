@@ -94,12 +94,13 @@ struct RuntimeListener {
                 now: { WallClock.nowSeconds() }, random: { SecureRandom.bytes($0) },
                 fallback: { method, path in status.response(method: method, path: path) }, feed: feed,
                 setShadowMode: { on in coordinator.submit(OperatorInput.setShadowMode(on)) }, shadowAtStart: config.shadow,
-                setDenylist: { list in coordinator.submit(OperatorInput.setDenylist(list)) },
+                setDenylist: { list, by in coordinator.submit(OperatorInput.setDenylist(list, by: by)) },
                 denylistPath: stores.denylistPath, denylistAtStart: stores.denylist,
                 setSpamLimits: { spam in coordinator.submit(OperatorInput.setSpamLimits(spam)) },
                 spamAtStart: stores.spamConfig, fleetChange: fleetChange,
-                release: { id in
-                    switch await coordinator.release(messageID: id, by: "console") {
+                siteAction: { target, on, by in coordinator.submit(OperatorInput.site(target, on: on, by: by)) },
+                release: { id, by in
+                    switch await coordinator.release(messageID: id, by: by) {
                     case .success: nil
                     case .failure(let error): error.description
                     }

@@ -45,7 +45,9 @@ enum RuntimeRelays {
         if let cell = config.rendezvousCell, config.rendezvous {
             pool.subscribe(id: "bridge-rendezvous", filters: [.rendezvous(cells: cell.ring.map(\.string), now: now)], lookback: 900)
         }
-        if let fleet { pool.subscribe(id: "bridge-fleet", filters: [fleet.filter], lookback: nil) }
+        if let fleet { pool.subscribe(id: "bridge-fleet", filters: [fleet.filter], lookback: nil, trusted: true) }
+        // The site's records (issue 35): every record, however old, and verified whatever the flood (see trusted).
+        if let filter = fleet?.siteFilter { pool.subscribe(id: "bridge-site", filters: [filter], lookback: nil, trusted: true) }
     }
 
     /// The channel subscriptions (NOSTR-GEO §5.4's filter, one hour back): `geo-<geohash>` for the geohash itself,

@@ -84,6 +84,7 @@ struct RuntimeStores: @unchecked Sendable {
                 fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
             stores.held = try HeldMessageStore(database: database)
             if config.courier { stores.courier = try CourierStore(database: database) }
+            if fleet?.siteKey != nil { stores.siteRecords = try SiteRecordStore(database: database) }
             let limit = RecentEventStore.Limits.maxRows
             let remembered = RememberedEvents(
                 published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),

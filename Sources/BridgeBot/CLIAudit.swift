@@ -13,11 +13,15 @@ import Glibc
 /// said on stderr; the change itself stands.
 enum CLIAudit {
     /// On the connection the command has open.
+    /// Who the audit names for this command: `cli:<user>`.
+    static var principal: String {
+        "cli:" + (ProcessEnvironment.value("USER") ?? ProcessEnvironment.value("LOGNAME") ?? "uid \(getuid())")
+    }
+
     static func record(action: String, target: String, database: SQLiteDatabase) {
-        let user = ProcessEnvironment.value("USER") ?? ProcessEnvironment.value("LOGNAME") ?? "uid \(getuid())"
         do {
             try ConsoleAudit(database: database).append(ConsoleAuditEntry(
-                at: wallClockNow(), action: action, target: target, remote: "local", outcome: "ok", principal: "cli:\(user)"))
+                at: wallClockNow(), action: action, target: target, remote: "local", outcome: "ok", principal: principal))
         } catch {
             printError("warning: the console's audit could not record this \(action): \(error)")
         }

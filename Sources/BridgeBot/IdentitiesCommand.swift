@@ -6,6 +6,7 @@ import IdentityCache
 import ModerationLog
 import Nostr
 import Identity
+import BridgeCore
 
 /// `bitchat-bridge identities …`: the operator's view of the stranger cache, and the relationships that protect
 /// identities from eviction. Edits go to the data directory's database in one transaction each; a running
@@ -129,8 +130,10 @@ enum IdentitiesCommand {
     /// Tells the bridge running on `dataDirectory` that its stores changed; when none answers, warns (issue 35: a block
     /// on a directory where no bridge runs — a mistyped `--data-dir` — said nothing and exited 0): the change is stored
     /// there and takes effect when a bridge starts on it.
-    static func tellBridge(dataDirectory: String) {
-        guard !ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory) else { return }
+    /// `site`: the block or staff mark to make a site record of (issue 35), as the console's buttons do.
+    static func tellBridge(dataDirectory: String, site: (SiteTarget, Bool)? = nil) {
+        let action = site.map { (target: $0.0, on: $0.1, by: CLIAudit.principal) }
+        guard !ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory, site: action) else { return }
         printError("warning: no bridge runs on \(dataDirectory): the change is stored there and takes effect when a bridge "
             + "starts on it; if you meant a running bridge, check --data-dir (or BRIDGE_DATA_DIR)")
     }
@@ -189,7 +192,7 @@ enum IdentitiesCommand {
             throw .failure("cannot update \(key): \(error)")
         }
         CLIAudit.record(action: action, target: key.qualified, database: database)
-        tellBridge(dataDirectory: dataDirectory)
+        tellBridge(dataDirectory: dataDirectory, site: SiteTarget.senderAction(action, key: key))
         if json {
             printJSON(record.map { recordJSON($0, lists: cache.operatorLists) } ?? .object([("key", .string(key.qualified)), ("removed", .bool(true))]))
             return

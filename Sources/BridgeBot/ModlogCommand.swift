@@ -78,7 +78,7 @@ enum ModlogCommand {
     static func release(_ args: ParsedArguments) throws(CommandExit) {
         let dataDirectory = Paths.dataDirectory(option: args.value("--data-dir"))
         let id = try messageID(args.positionals[0], dataDirectory: dataDirectory)
-        _ = try ControlSocket.call(.object([("op", .string("modlog.release")), ("id", .string(id))]), args)
+        _ = try ControlSocket.call(.object([("op", .string("modlog.release")), ("id", .string(id)), ("by", .string(CLIAudit.principal))]), args)
         CLIAudit.record(action: "release", target: id, dataDirectory: dataDirectory)
         print("released \(id): it takes the normal path (loop rules, budgets); its moderation-log rows are marked")
     }

@@ -45,19 +45,24 @@ public final class ConsoleService: Sendable {
         public var setShadowMode: (@Sendable (Bool) -> Void)?
         /// Shadow mode at start (the configuration's `shadow`).
         public var shadowAtStart: Bool
-        /// Applies a denylist in the running bridge (the coordinator's operator input); nil: not offered.
-        public var setDenylist: (@Sendable (Denylist) -> Void)?
+        /// Applies a denylist in the running bridge (the coordinator's operator input), with who set it (the audit's
+        /// name); nil: not offered.
+        public var setDenylist: (@Sendable (Denylist, String) -> Void)?
         /// Where the denylist is kept across restarts (`<data-dir>/denylist.json`), and the list at start.
         public var denylistPath: String?
         public var denylistAtStart: Denylist = .empty
-        /// Releases a hidden message by id through the bridge's normal path; the error text says why not.
-        public var release: (@Sendable (String) async -> String?)?
+        /// Releases a hidden message by id (and who released it) through the bridge's normal path; the error text says
+        /// why not.
+        public var release: (@Sendable (String, String) async -> String?)?
         /// Applies new spam limits in the running bridge (the coordinator's operator input); nil: not offered.
         public var setSpamLimits: (@Sendable (SpamFilterConfig) -> Void)?
         /// The spam limits at start (the configuration's `spam`).
         public var spamAtStart = SpamFilterConfig()
         /// Publishes a block/unblock to the fleet list (a bridge holding an operator key); nil: not a publisher.
         public var fleetChange: (@Sendable (FleetChange) -> Void)?
+        /// Makes a moderator's block or staff mark (and their removals) a site record every stage applies (issue 35:
+        /// the coordinator's operator input; a stage without the operator key keeps it local); nil: not offered.
+        public var siteAction: (@Sendable (SiteTarget, Bool, String) -> Void)?
         /// The per-minute series the charts draw (fed by the status loop); nil: no charts.
         public var charts: ConsoleCharts?
         /// The console token and the moderators' tokens as their files hold them now (``WatchedFile``), asked before
@@ -69,10 +74,10 @@ public final class ConsoleService: Sendable {
             now: @escaping @Sendable () -> Double, random: @escaping @Sendable (Int) -> [UInt8],
             fallback: @escaping @Sendable (_ method: String, _ path: String) -> HTTPResponse, feed: ConsoleFeed? = nil,
             setShadowMode: (@Sendable (Bool) -> Void)? = nil, shadowAtStart: Bool = false,
-            setDenylist: (@Sendable (Denylist) -> Void)? = nil, denylistPath: String? = nil, denylistAtStart: Denylist = .empty,
+            setDenylist: (@Sendable (Denylist, String) -> Void)? = nil, denylistPath: String? = nil, denylistAtStart: Denylist = .empty,
             setSpamLimits: (@Sendable (SpamFilterConfig) -> Void)? = nil, spamAtStart: SpamFilterConfig = SpamFilterConfig(),
-            fleetChange: (@Sendable (FleetChange) -> Void)? = nil,
-            release: (@Sendable (String) async -> String?)? = nil, charts: ConsoleCharts? = nil,
+            fleetChange: (@Sendable (FleetChange) -> Void)? = nil, siteAction: (@Sendable (SiteTarget, Bool, String) -> Void)? = nil,
+            release: (@Sendable (String, String) async -> String?)? = nil, charts: ConsoleCharts? = nil,
             currentCredentials: (@Sendable () -> (token: String?, moderators: [String: String]))? = nil
         ) {
             self.charts = charts
@@ -80,6 +85,7 @@ public final class ConsoleService: Sendable {
             self.setSpamLimits = setSpamLimits
             self.spamAtStart = spamAtStart
             self.fleetChange = fleetChange
+            self.siteAction = siteAction
             self.release = release
             self.setDenylist = setDenylist
             self.denylistPath = denylistPath
@@ -395,6 +401,10 @@ public final class ConsoleService: Sendable {
                 if verb == "block" { fleetChange(.block(key)) }
                 if verb == "unblock" { fleetChange(.unblock(key)) }
             }
+            // The same action on every stage of the site (a site record, by this moderator).
+            if let siteAction = dependencies.siteAction, let (target, on) = SiteTarget.senderAction(verb, key: key) {
+                siteAction(target, on, principal.rawValue)
+            }
             return Self.json(200, body)
         case .failure(let failure):
             Self.audit(&state, request, now, verb, key.qualified, "failed: \(failure.reason)", principal.rawValue)
@@ -447,7 +457,7 @@ public final class ConsoleService: Sendable {
             Self.audit(&state, request, now, "release", id, "refused: not offered here", principal.rawValue)
             return Self.json(404, .object([("error", .string("release is not offered here"))]))
         }
-        guard let result = waits.run(timeout: .seconds(Limits.releaseWaitSeconds), { await release(id) }) else {
+        guard let result = waits.run(timeout: .seconds(Limits.releaseWaitSeconds), { await release(id, principal.rawValue) }) else {
             Self.audit(&state, request, now, "release", id, "failed: the bridge did not answer in time", principal.rawValue)
             return Self.json(504, .object([("error", .string("the bridge did not answer in time"))]))
         }
@@ -563,7 +573,7 @@ public final class ConsoleService: Sendable {
             }
         }
         state.denylist = list
-        apply(list)
+        apply(list, principal.rawValue)
         Self.audit(&state, request, now, "denylist \(op)", target, "ok", principal.rawValue)
         return Self.json(200, .object([("denylist", list.jsonValue)]))
     }

@@ -9,8 +9,9 @@ import Nostr
 struct InboundWindow: Sendable {
     enum Slot: Sendable {
         /// An event not yet handed to a worker; `priority`: its claimed author may draw on the relay's
-        /// priority reserve when the budget is spent (``RelayPoolCore/setPriorityAuthors(_:)``).
-        case waiting(UnverifiedEvent, subscription: String, priority: Bool)
+        /// priority reserve when the budget is spent (``RelayPoolCore/setPriorityAuthors(_:)``); `trusted`: its
+        /// claimed author is one a trusted subscription names, verified without the budget.
+        case waiting(UnverifiedEvent, subscription: String, priority: Bool, trusted: Bool)
         /// An event a worker is verifying.
         case verifying(subscription: String)
         /// A verification outcome waiting for the slots before it.
@@ -56,14 +57,14 @@ struct InboundWindow: Sendable {
     }
 
     /// The oldest event not yet handed out, now marked as being verified.
-    mutating func takeWaiting() -> (sequence: UInt64, event: UnverifiedEvent, priority: Bool)? {
+    mutating func takeWaiting() -> (sequence: UInt64, event: UnverifiedEvent, priority: Bool, trusted: Bool)? {
         var sequence = max(dispatchCursor, firstSequence)
         while sequence < endSequence {
             let index = ringIndex(sequence)
-            if case .waiting(let event, let subscription, let priority) = slots[index] {
+            if case .waiting(let event, let subscription, let priority, let trusted) = slots[index] {
                 slots[index] = .verifying(subscription: subscription)
                 dispatchCursor = sequence + 1
-                return (sequence, event, priority)
+                return (sequence, event, priority, trusted)
             }
             sequence += 1
         }

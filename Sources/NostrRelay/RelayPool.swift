@@ -124,9 +124,9 @@ public final class RelayPool: Sendable {
 
     /// See ``RelayPoolCore/subscribe(id:filters:lookback:now:unixNow:)`` for the duplicate and replay rules.
     @discardableResult
-    public func subscribe(id: String, filters: [NostrFilter], lookback: Int64?) -> RelayPoolCore.SubscribeOutcome {
+    public func subscribe(id: String, filters: [NostrFilter], lookback: Int64?, trusted: Bool = false) -> RelayPoolCore.SubscribeOutcome {
         let unix = unixNow()
-        return shared.withLock { $0.core.subscribe(id: id, filters: filters, lookback: lookback, now: .now, unixNow: unix) }
+        return shared.withLock { $0.core.subscribe(id: id, filters: filters, lookback: lookback, trusted: trusted, now: .now, unixNow: unix) }
     }
 
     public func unsubscribe(id: String) { shared.withLock { $0.core.unsubscribe(id: id) } }

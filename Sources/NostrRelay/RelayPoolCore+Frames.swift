@@ -35,12 +35,13 @@ extension RelayPoolCore {
         _ unverified: UnverifiedEvent, subscription: String, relay index: Int, now: ContinuousClock.Instant, unixNow: Int64,
         into out: inout [RelayPoolEvent]
     ) {
-        guard subscriptions[subscription] != nil else {
+        guard let known = subscriptions[subscription] else {
             drop(index, subscription: subscription, .unknownSubscription, now: now, into: &out)
             return
         }
+        let trusted = known.trustedAuthors.contains(unverified.pubkeyHex)
         // Cheap checks before the expensive ones: a relay's backfill of old events costs no Schnorr check.
-        if let window = configuration.freshnessWindow {
+        if let window = configuration.freshnessWindow, !trusted {
             if unverified.createdAt < unixNow - window {
                 drop(index, subscription: subscription, .stale, now: now, into: &out)
                 return
@@ -57,7 +58,7 @@ extension RelayPoolCore {
             return
         }
         let priority = priorityAuthors.contains(unverified.pubkeyHex)
-        if !relays[index].verifier.hasBudget(now: now) && !(priority && reserveHasToken(index, author: unverified.pubkeyHex, now: now)) {
+        if !trusted && !relays[index].verifier.hasBudget(now: now) && !(priority && reserveHasToken(index, author: unverified.pubkeyHex, now: now)) {
             // Over budget: only the id check is left to do (it decides between `id_mismatch`, a strike, and
             // `over_budget`). One SHA-256 here costs less than handing it to a worker (a wake-up and two
             // context switches), which made each frame of an over-budget flood several times dearer.
@@ -71,7 +72,7 @@ extension RelayPoolCore {
             }
             return
         }
-        guard relays[index].window.append(.waiting(unverified, subscription: subscription, priority: priority)) else {
+        guard relays[index].window.append(.waiting(unverified, subscription: subscription, priority: priority, trusted: trusted)) else {
             drop(index, subscription: subscription, .verificationQueueFull, now: now, into: &out)
             return
         }

@@ -50,7 +50,7 @@ extension RelayPoolCore {
             guard let connection = relays[index].connection, let taken = relays[index].window.takeWaiting() else { continue }
             jobCursor = (index + 1) % relays.count
             waitingJobs -= 1
-            if relays[index].verifier.admit(now: now) {
+            if taken.trusted || relays[index].verifier.admit(now: now) {
                 return VerificationJob(
                     relay: relays[index].key, connection: connection, sequence: taken.sequence, event: taken.event, admitted: true)
             }
@@ -140,7 +140,7 @@ extension RelayPoolCore {
             drop(index, subscription: subscriptionID, InboundDrop(error), now: now, into: &out)
         case .message(let message, let unixNow):
             process(message, relay: index, now: now, unixNow: unixNow, into: &out)
-        case .waiting(_, let subscriptionID, _):
+        case .waiting(_, let subscriptionID, _, _):
             waitingJobs -= 1
             drop(index, subscription: subscriptionID, .connectionEnded, now: now, into: &out)
         case .verifying(let subscriptionID):

@@ -146,6 +146,12 @@ public struct RelayPoolCore: Sendable {
         /// Filters without `since`; each send sets `since = now − lookback` when `lookback` is set.
         public let filters: [NostrFilter]
         public let lookback: Int64?
+        /// A trusted subscription's authors (its filters' `authors`; empty for any other): their events on it skip
+        /// the freshness window and are verified without the relay's budget. For the operator's own records (the
+        /// fleet list, the site's records), which may be older than any window and arrive by the thousand at a
+        /// catch-up. A relay that forges them gains nothing: every one is still verified, and each bad signature is
+        /// a strike against that relay (``Misbehaviour``), which closes it after a few.
+        public let trustedAuthors: Set<String>
         /// When `subscribe` last accepted this id (monotonic), for the duplicate window.
         var subscribedAt: ContinuousClock.Instant
         /// When the EOSE fallback fires if not every relay answered by then.
@@ -443,7 +449,7 @@ public struct RelayPoolCore: Sendable {
     ///   - unixNow: wall-clock seconds, for `since = unixNow − lookback`.
     @discardableResult
     public mutating func subscribe(
-        id: String, filters: [NostrFilter], lookback: Int64?, now: ContinuousClock.Instant, unixNow: Int64
+        id: String, filters: [NostrFilter], lookback: Int64?, trusted: Bool = false, now: ContinuousClock.Instant, unixNow: Int64
     ) -> SubscribeOutcome {
         if let existing = subscriptions[id] {
             if now - existing.subscribedAt < Limits.duplicateSubscribeWindow { return .ignoredDuplicate }
@@ -462,7 +468,8 @@ public struct RelayPoolCore: Sendable {
             guard subscriptions.count < Limits.maxSubscriptions else { return .tooManySubscriptions }
             subscriptionOrder.append(id)
         }
-        var subscription = Subscription(id: id, filters: filters, lookback: lookback, subscribedAt: now,
+        let trustedAuthors = trusted ? Set(filters.flatMap { $0.authors ?? [] }) : []
+        var subscription = Subscription(id: id, filters: filters, lookback: lookback, trustedAuthors: trustedAuthors, subscribedAt: now,
                                         eoseDeadline: now + Limits.eoseFallback)
         let text = subscription.request(unixNow: unixNow).text
         var sent = 0

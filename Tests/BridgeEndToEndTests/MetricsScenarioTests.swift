@@ -205,6 +205,9 @@ struct MetricsScenarioTests {
         "bitchat_bridge_sync_replies_total": "the scripted phones send no REQUEST_SYNC the bridge answers with packets",
         "bitchat_bridge_board_packets_total": "no board post is made in this scenario",
         "bitchat_bridge_fleet_lists_total": "fleet moderation is off (no operator_keys)",
+        "bitchat_bridge_site_records_total": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
+        "bitchat_bridge_site_records": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
+        "bitchat_bridge_site_records_unacknowledged": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
         "bitchat_bridge_board_nostr_total": "no board post is made, so none is copied to Nostr",
     ]
 

@@ -178,7 +178,7 @@ struct BridgeMachineTests {
         let repeats = (0..<4).map { i in hidden(m.handle(.relayEvent(event(line, at: Self.now + 10 + Double(i), key: stranger)), now: Self.now + 10 + Double(i))) }
         #expect(repeats.contains { $0 != nil }, "a stranger's repeats are hidden: \(repeats)")
         // The operator's own word still applies to staff: the denylist, and a block (block wins over allow).
-        _ = m.handle(.operatorInput(.setDenylist(try Denylist([.keyword("tickets")]))), now: Self.now + 20)
+        _ = m.handle(.operatorInput(.setDenylist(try Denylist([.keyword("tickets")]), by: "session:ana")), now: Self.now + 20)
         #expect(hidden(m.handle(.relayEvent(event("cheap tickets here", at: Self.now + 21, key: alice)), now: Self.now + 21)) == .denylist)
         _ = m.handle(.localMarks(OperatorMarks(blocked: [steward], staff: [steward])), now: Self.now + 22)
         #expect(hidden(m.handle(.relayEvent(event("still me", at: Self.now + 23, key: alice)), now: Self.now + 23)) == .blocked)

@@ -251,7 +251,7 @@ struct ConsoleDenylistTests {
             settings: .init(token: ConsoleServiceTests.token, readsNeedAuth: false), databasePath: directory.appendingPathComponent("bridge.sqlite3").path,
             dependencies: .init(
                 now: { now }, random: { [UInt8](repeating: 1, count: $0) }, fallback: { _, _ in HTTPResponse(status: 404, json: .null) },
-                feed: feed, setDenylist: { list in applied.withLock { $0.append(list) } }, denylistPath: path))
+                feed: feed, setDenylist: { list, _ in applied.withLock { $0.append(list) } }, denylistPath: path))
         let preview = try JSONParser().parse(console.handle(HTTPRequest(method: "GET", path: "/api/denylist/preview", query: "kind=keyword&pattern=GIVEAWAY")).body)
         #expect(preview["judged"] == .integer(3), "the last hour's verdicts with text")
         #expect(preview["would_hide"] == .integer(2) && preview["already_hidden"] == .integer(1))

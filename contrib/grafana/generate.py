@@ -96,6 +96,10 @@ rows = [
         panel("Store failures per minute", [target(rate("bitchat_bridge_store_failures_total", "store"), "{{store}}")]),
         panel("Blocked keys", [target(f"sum(bitchat_bridge_blocked_keys{SEL})", "blocked")], kind="stat"),
         panel("Moderation log records", [target(f"sum(bitchat_bridge_moderation_log_records{SEL})", "records")], kind="stat"),
+        panel("Site records (targets; unacknowledged)", [target(f"max(bitchat_bridge_site_records{SEL})", "targets"),
+                                                         target(f"sum(bitchat_bridge_site_records_unacknowledged{SEL})", "unacknowledged")],
+              kind="stat"),
+        panel("Site records per minute", [target(rate("bitchat_bridge_site_records_total", "outcome"), "{{outcome}}")]),
         panel("Uptime", [target(f"max(bitchat_bridge_uptime_seconds{SEL})", "uptime")], kind="stat", unit="s"),
     ]),
 ]

@@ -78,6 +78,10 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case syncReplyBytes = "bitchat_bridge_sync_reply_bytes_total"
     case boardPackets = "bitchat_bridge_board_packets_total"
     case fleetLists = "bitchat_bridge_fleet_lists_total"
+    // The site's moderation records (issue 35).
+    case siteRecordsOffered = "bitchat_bridge_site_records_total"
+    case siteRecords = "bitchat_bridge_site_records"
+    case siteRecordsUnacknowledged = "bitchat_bridge_site_records_unacknowledged"
     case boardNostr = "bitchat_bridge_board_nostr_total"
     case uptime = "bitchat_bridge_uptime_seconds"
     // What runs, and whether it is well (issue 23).
@@ -106,7 +110,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .relayUp, .relayAnswering, .relayState, .relayClockOffset, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
             .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
             .processOpenFDs, .processMaxFDs, .courierMail, .courierWatchedPeers, .courierSubscriptions,
-            .courierFilterTags:
+            .courierFilterTags, .siteRecords, .siteRecordsUnacknowledged:
             .gauge
         default: .counter
         }
@@ -136,7 +140,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .meshDedup: ["kind", "pool"]
         case .meshRelayed, .meshRelayGate: ["outcome"]
         case .storeFailures: ["store"]
-        case .syncRequests, .syncReplies, .boardPackets, .fleetLists, .boardNostr: ["outcome"]
+        case .syncRequests, .syncReplies, .boardPackets, .fleetLists, .boardNostr, .siteRecordsOffered: ["outcome"]
         case .buildInfo: ["version", "commit"]
         case .health: ["component"]
         case .courierDeposits, .courierDrops, .courierPublishes, .courierDeliveries: ["outcome"]
@@ -207,6 +211,9 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .syncReplyBytes: "Bytes of sync replies sent (what the airtime budget counts)."
         case .boardPackets: "Board posts and tombstones received, by store outcome (only accepted ones are relayed)."
         case .fleetLists: "Fleet lists (operator-signed NIP-51 sets) offered, by outcome: applied, older, ignored_author, other_site, invalid."
+        case .siteRecordsOffered: "Site moderation records offered (from relays, the store, and made here), by outcome: applied, older, ignored_author, other_site, unreadable, invalid, full."
+        case .siteRecords: "Targets (blocks, staff marks, words, releases) the site's records hold on this stage (at most 20,000)."
+        case .siteRecordsUnacknowledged: "Site records made on this stage that no relay has acknowledged yet (published again every 30 s and when a relay returns)."
         case .boardNostr: "Board posts and tombstones between the board and Nostr: kind-1 copy published, skipped (author bridged it, or not bridged), kind 5 sent, failed; carried in from another island's copy (inbound_*: relayed, stored for sync only, duplicate, hidden, rejected, undecodable, bad_signature, wrong_geohash)."
         case .uptime: "Seconds since the bridge started."
         case .buildInfo: "1, labelled with the release (version) and the commit it was built from (unknown unless the build stamped it)."
@@ -304,6 +311,8 @@ public struct BridgeMetrics: Sendable, Equatable {
     public var boardPackets: [String: Int] = [:]
     /// `FleetListOutcome` label → count.
     public var fleetLists: [String: Int] = [:]
+    /// The site's records (nil: this stage holds no operator key).
+    public var site: BridgeCoordinator.SiteFigures?
     /// `BoardNostrOutcome` label → count.
     public var boardNostr: [String: Int] = [:]
     public var uptimeSeconds = 0.0
@@ -354,6 +363,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         case blockList = "block_list"
         case syncPackets = "sync_packets"
         case courier
+        case siteRecords = "site_records"
     }
 
     /// The `reason` label of ``BridgeMetric/meshNodeDropped`` (the mesh node's ``MeshNode/Counters``).
@@ -422,7 +432,7 @@ public struct BridgeMetrics: Sendable, Equatable {
             .recentEvents: failures.failedPersists, .pendingUplinks: failures.failedUplinkWrites,
             .moderationLog: failures.failedModerationWrites, .identities: failures.failedSightingWrites,
             .blockList: failures.failedBlockListReads, .syncPackets: bridge.syncWriteFailures,
-            .courier: failures.failedCourierWrites,
+            .courier: failures.failedCourierWrites, .siteRecords: failures.failedSiteWrites,
         ]
         syncRequests = bridge.sync.refused.byLabel
         syncRequests["answered"] = bridge.sync.answered
@@ -431,6 +441,7 @@ public struct BridgeMetrics: Sendable, Equatable {
         syncReplyBytes = bridge.sync.replyBytes
         boardPackets = bridge.boardPackets.byLabel
         fleetLists = bridge.fleetLists.byLabel
+        site = bridge.site
         boardNostr = bridge.boardNostr.byLabel
         courier = bridge.courier
     }
@@ -543,6 +554,11 @@ public struct BridgeMetrics: Sendable, Equatable {
         w.add(.syncReplyBytes, syncReplyBytes)
         w.addEach(.boardPackets, boardPackets)
         w.addEach(.fleetLists, fleetLists)
+        if let site {
+            w.addEach(.siteRecordsOffered, site.outcomes.byLabel)
+            w.add(.siteRecords, site.targets)
+            w.add(.siteRecordsUnacknowledged, site.unacknowledged)
+        }
         w.addEach(.boardNostr, boardNostr)
         writeCourier(&w)
     }

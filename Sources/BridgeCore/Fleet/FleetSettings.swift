@@ -38,10 +38,24 @@ public struct FleetSettings: Sendable {
     /// The operator key this bridge signs with (one of ``operators``), or nil: it only follows.
     public var publisher: SchnorrSecretKey?
 
+    /// The site key of the site records (issue 35), derived from ``publisher``: a stage that holds the operator key
+    /// reads and makes the site's records; one that only follows applies the NIP-51 list alone.
+    public var siteKey: SiteKey?
+
     public init(site: String, operators: Set<XOnlyPublicKey>, publisher: SchnorrSecretKey?) {
         self.site = site
         self.operators = operators
         self.publisher = publisher
+        // HKDF over a 32-byte key cannot fail but for an OpenSSL allocation failure: then no site records (logged at start).
+        self.siteKey = publisher.flatMap { try? SiteKey(operatorKey: $0, site: site) }
+    }
+
+    /// The relay subscription for the site's records: by the operator key this stage holds (records sealed with
+    /// another key do not open here), every record of the site — no `since`, no `limit`: a late stage catches up on
+    /// every target (``SiteLedger/Limits/maxRecords``).
+    public var siteFilter: NostrFilter? {
+        guard let publisher, siteKey != nil else { return nil }
+        return NostrFilter(authors: [publisher.publicKey.hex], kinds: [SiteRecord.kind], tags: [SiteRecord.Tag.site: [site]])
     }
 
     /// The relay subscription for the site's lists by the operator keys (no `since`: a replaceable list may

@@ -101,6 +101,28 @@ public struct Denylist: Sendable, Equatable {
 
     public var isEmpty: Bool { entries.isEmpty }
 
+    /// The keywords, lowercased (what the site's word records name).
+    public var keywords: [String] { lowered.compactMap { $0 } }
+
+    /// This list with the site's word records laid over (issue 35): keywords a record removed are left out, those a
+    /// record set are added after the rest; words beyond ``Limits/maxEntries`` are left out and counted (`dropped`).
+    public func overlaying(_ words: SiteLedger.Overlay<String>) -> (denylist: Denylist, dropped: Int) {
+        guard !words.set.isEmpty || !words.cleared.isEmpty else { return (self, 0) }
+        var kept = entries.filter { entry in
+            if case .keyword(let k) = entry { return !words.cleared.contains(k.lowercased()) }
+            return true
+        }
+        let present = Set(kept.compactMap { entry -> String? in
+            if case .keyword(let k) = entry { return k.lowercased() }
+            return nil
+        })
+        let added = words.set.subtracting(present).sorted()
+        let room = max(0, Limits.maxEntries - kept.count)
+        kept += added.prefix(room).map { .keyword($0) }
+        // Every entry was checked already (this list's by its maker, the words by the record parser).
+        return ((try? Denylist(kept)) ?? self, max(0, added.count - room))
+    }
+
     public static func == (a: Denylist, b: Denylist) -> Bool { a.entries == b.entries }
 
     // MARK: JSON (`<data-dir>/denylist.json`, the console's settings)

@@ -16,11 +16,17 @@ extension BridgeMachine {
             router.setShadowMode(on)
             return [.log(LogLine(.notice, on ? "shadow mode on: the spam filter logs, hides nothing" : "shadow mode off: the spam filter hides",
                                  [("shadow", .bool(on))]))]
-        case .setDenylist(let list):
+        case .setDenylist(let list, let by):
+            // The keywords added and removed become the site's word records (regular expressions stay this stage's).
+            let before = Set(localDenylist.keywords), after = Set(list.keywords)
             localDenylist = list
             applyJudgeLists()
-            return [.log(LogLine(.notice, "denylist set", [("denylist.entries", .integer(Int64(list.entries.count)))]))]
+            var actions: [Action] = [.log(LogLine(.notice, "denylist set", [("denylist.entries", .integer(Int64(list.entries.count)))]))]
+            for term in after.subtracting(before).sorted() { actions += siteWord(term, on: true, by: by, now: now) }
+            for term in before.subtracting(after).sorted() { actions += siteWord(term, on: false, by: by, now: now) }
+            return actions
         case .fleetChange(let change): return publishFleetChange(change, now: now)
+        case .site(let target, let on, let by): return siteAction(target, on: on, by: by, now: now)
         case .setSpamLimits(let config):
             router.setSpamConfig(config)
             return [.log(LogLine(.notice, "spam limits set", [("spam", config.jsonValue)]))]
@@ -68,15 +74,29 @@ extension BridgeMachine {
         return [.log(line)] + (staffChanged ? refreshPriorityAuthors(now: now, operatorChange: true) : [])
     }
 
+    private mutating func siteWord(_ term: String, on: Bool, by: String, now: Double) -> [Action] {
+        guard let target = try? SiteTarget.word(term: term) else { return [] }
+        return siteAction(target, on: on, by: by, now: now)
+    }
+
     /// The judge's block list and denylist (local ∪ fleet) and its staff (local only: a fleet list blocks, it
-    /// does not vouch).
+    /// does not vouch), each with the site's records in force laid over (a target's newest record sets or clears it,
+    /// whatever this stage's own list says).
     mutating func applyJudgeLists() {
         let current = fleet?.current
-        let blocked = FleetList.mergedBlocks(local: localMarks.blocked, fleet: current)
+        var blocked = FleetList.mergedBlocks(local: localMarks.blocked, fleet: current)
+        var staff = localMarks.staff
+        var local = localDenylist
+        var siteWordsDropped = 0
+        if let site {
+            blocked = site.blocks.applied(to: blocked)
+            staff = site.staff.applied(to: staff)
+            (local, siteWordsDropped) = local.overlaying(site.words)
+        }
         if blocked != router.judge.blocked { router.setBlocked(blocked) }
-        if localMarks.staff != router.judge.staff { router.setStaff(localMarks.staff) }
-        let (denylist, dropped) = FleetList.mergedDenylist(local: localDenylist, fleet: current)
-        counters.fleetWordsDropped = dropped
+        if staff != router.judge.staff { router.setStaff(staff) }
+        let (denylist, dropped) = FleetList.mergedDenylist(local: local, fleet: current)
+        counters.fleetWordsDropped = dropped + siteWordsDropped
         if denylist != router.judge.denylist { router.setDenylist(denylist) }
     }
 
@@ -165,6 +185,10 @@ extension BridgeMachine {
             ]))])
         }
         held.forget(messageID)
+        // A channel event released here is released on every stage (a site record; not for one the site released).
+        if case .channelEvent = item, !by.hasPrefix("site:"), site?.released.contains(messageID) == false {
+            actions += siteAction(.release(messageID), on: true, by: by, now: now)
+        }
         return (.success(()), actions + [
             .released(messageID: messageID, by: by, at: now),
             .log(LogLine(.notice, "released by the operator", [("message.id", .string(messageID)), ("released.by", .string(by))])),
@@ -186,7 +210,7 @@ extension BridgeMachine {
         priorityDirty = false
         priorityComputedAt = now
         var authors = airtime.establishedAuthors(now: now)
-        let vouched = localMarks.staff.union(operatorLists?.verified ?? [])
+        let vouched = router.judge.staff.union(operatorLists?.verified ?? [])
         for key in vouched where key.kind == .nostr { authors.insert(key.hex) }
         guard authors != priorityAuthors else { return [] }
         priorityAuthors = authors

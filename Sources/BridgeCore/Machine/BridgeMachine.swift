@@ -78,6 +78,18 @@ public struct BridgeMachine {
         public var held: [HeldMessages.Held] = []
         /// The courier gateway's held mail, pending drops and remembered event ids.
         public var courier = CourierGateway.Restored()
+        /// The site's records as the store kept them (verified again here), each with whether a relay acknowledged it.
+        public var siteRecords: [SiteRecordRow] = []
+
+        public struct SiteRecordRow: Sendable {
+            public var event: NostrEvent
+            public var acknowledged: Bool
+
+            public init(event: NostrEvent, acknowledged: Bool) {
+                self.event = event
+                self.acknowledged = acknowledged
+            }
+        }
 
         public init(
             operatorLists: OperatorLists? = .empty, marks: OperatorMarks? = nil, sync: SyncStores = SyncStores(),
@@ -104,6 +116,8 @@ public struct BridgeMachine {
         case courierRelay(CourierRelayInput)
         /// The identity store's block list and staff, read again (another process or the console changed them).
         case localMarks(OperatorMarks)
+        /// A relay acknowledged this event (`OK true`).
+        case relayAccepted(EventID)
         /// ``nextDeadline(now:)`` was reached.
         case deadline
     }
@@ -131,6 +145,10 @@ public struct BridgeMachine {
         case ledger(BoardLedger.Change)
         /// A fleet list now in force: keep its event in the data directory.
         case keepFleetList(NostrEvent)
+        /// A site record now in force: keep it (replacing its target's), acknowledged by a relay or still to publish.
+        case keepSiteRecord(NostrEvent, acknowledged: Bool)
+        /// A relay acknowledged one of this stage's site records.
+        case siteRecordAcknowledged(EventID)
         /// The authors whose events the relay side verifies first once a relay's budget is spent.
         case priorityAuthors(Set<String>)
         /// The operator released a hidden message: its moderation-log rows are marked (who, when), and it is no
@@ -186,6 +204,8 @@ public struct BridgeMachine {
     /// The operator's lists last read successfully (a failed reload keeps them: fail closed).
     public internal(set) var operatorLists: OperatorLists?
     public internal(set) var fleet: FleetListState?
+    /// The site's moderation records (issue 35): nil unless this stage holds the operator key.
+    public internal(set) var site: SiteLedger?
     /// The sync responder (nil with sync off) and the stores it answers from.
     public internal(set) var responder: SyncResponder?
     public internal(set) var sync: SyncStores
@@ -221,6 +241,7 @@ public struct BridgeMachine {
         self.random = SeededRandom(seed: configuration.seed)
         self.personas = PersonaBook(seed: configuration.keys.nostrSeed)
         self.fleet = configuration.fleet.map { FleetListState(site: $0.site, operators: $0.operators) }
+        self.site = configuration.fleet.flatMap { fleet in fleet.siteKey.map { SiteLedger(key: $0, operators: fleet.operators) } }
         self.responder = configuration.sync.map { SyncResponder(configuration: $0) }
         self.sync = SyncStores()
         self.localMarks = OperatorMarks(blocked: router.judge.blocked, staff: router.judge.staff)
@@ -245,6 +266,7 @@ public struct BridgeMachine {
         courierGateway = configuration.courier.map { CourierGateway(configuration: $0, restored: restored.courier) }
         var actions = setLocalMarks(restored.marks ?? localMarks, log: false, now: now)
         if let kept = restored.keptFleetList, fleet != nil { actions += offerFleetList(kept, from: "kept file", now: now) }
+        actions += restoreSite(restored.siteRecords, now: now)
         for event in restored.pendingUplinks {
             router.recordOwnPublication(event.id)
             actions += [.remember(event.id, .published), .publish(event)]
@@ -271,6 +293,7 @@ public struct BridgeMachine {
         switch input {
         case .relayEvent(let event): return relayEvent(event, now: now)
         case .relaysConnected(let count):
+            if connectedRelays == 0, count > 0 { site?.relaysReturned() }
             connectedRelays = count
             return perform(router.relaysConnected(count > 0, now: now), now: now)
         case .mesh(let action):
@@ -279,11 +302,12 @@ public struct BridgeMachine {
         case .courierRelay(let input): return courierRelay(input, now: now)
         case .operatorInput(let input): return operatorInput(input, now: now)
         case .localMarks(let marks): return setLocalMarks(marks, log: true, now: now)
+        case .relayAccepted(let id): return siteAcknowledged(id)
         case .deadline:
             let actions = perform(airtime.tick(router: &router, now: now) + router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
             let courierActions = (courierDeadline(now: now).map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
-            return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now)
+            return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now) + dueSiteRecords(now: now)
         }
     }
 
@@ -296,11 +320,14 @@ public struct BridgeMachine {
         if let established = airtime.nextEstablishment(now: priorityComputedAt) { next = min(next, max(established, refresh)) }
         if let courier = courierDeadline(now: now) { next = min(next, courier) }
         if let answers = responder?.nextDue { next = min(next, Double(answers) / 1_000) }
+        if let records = site?.nextDeadline { next = min(next, max(records, now)) }
         return next
     }
 
     private mutating func relayEvent(_ event: NostrEvent, now: Double) -> [Action] {
         if fleet != nil, FleetListState.isCandidate(event) { return offerFleetList(event, from: "relay", now: now) }
+        if site != nil, event.kind == SiteRecord.kind { return offerSiteRecord(event, now: now) }
+        if let carried = carryReleased(event, now: now) { return carried }
         // Kind-1 notes and kind 5 (the `board-<geohash>` subscription) tell which board posts are on Nostr
         // already, and may carry another island's board packet; nothing is minted from them (BOARD.md §11).
         if event.kind == BoardNostrCopy.textNoteKind || event.kind == BoardNostrCopy.deletionKind {

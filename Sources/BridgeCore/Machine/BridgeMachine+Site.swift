@@ -1,0 +1,99 @@
+import BotSupport
+import Identity
+import Nostr
+
+/// The machine's site side (issue 35): the site's moderation records offered from the relays and the store, local
+/// actions made into records (applied here at once, kept and published until a relay acknowledges them), the judge's
+/// lists overlaid with the records in force, and releases carried on every stage.
+extension BridgeMachine {
+    /// A verified record from a relay, or from the store at start (`fromStore`: already kept). One in force goes into
+    /// the judge; a release in force releases the message if this stage holds it hidden.
+    mutating func offerSiteRecord(_ event: NostrEvent, fromStore: Bool = false, now: Double) -> [Action] {
+        guard var ledger = site else { return [] }
+        let (outcome, record) = ledger.offer(event)
+        site = ledger
+        guard let record else {
+            let level: LogLevel = outcome == .full ? .warning : .debug
+            return [.log(LogLine(level, "site record not applied", [("outcome", .string(outcome.label)), ("event.id", .string(event.id.hex))]))]
+        }
+        var actions: [Action] = fromStore ? [] : [.keepSiteRecord(event, acknowledged: true)]
+        if !fromStore { actions.append(.log(Self.siteLine("site record applied", record))) }
+        return actions + siteRecordInForce(record, now: now)
+    }
+
+    /// A moderator's action here (console, CLI, control socket): a site record when this stage holds the operator
+    /// key, else nothing (the local lists already carry it). `by` is the audit's name for who acted.
+    mutating func siteAction(_ target: SiteTarget, on: Bool, by: String, now: Double) -> [Action] {
+        guard var ledger = site, let author = configuration.fleet?.publisher else { return [] }
+        do throws(SiteLedgerError) {
+            let event = try ledger.make(target, on: on, by: by, bridge: configuration.nickname, now: now, author: author)
+            site = ledger
+            guard let record = ledger.record(target) else { return [] }
+            return [.keepSiteRecord(event, acknowledged: false), .publish(event), .log(Self.siteLine("site record made", record))]
+                + siteRecordInForce(record, now: now)
+        } catch {
+            return [.log(LogLine(.warning, "site record not made", [("target", .string(target.description)), ("error", .string(error.description))]))]
+        }
+    }
+
+    private mutating func siteRecordInForce(_ record: SiteRecord, now: Double) -> [Action] {
+        switch record.target {
+        case .block, .word:
+            applyJudgeLists()
+            return []
+        case .staff:
+            applyJudgeLists()
+            return refreshPriorityAuthors(now: now, operatorChange: true)
+        case .release(let id):
+            guard record.on, held.item(id) != nil else { return [] }
+            return release(messageID: id, by: "site:\(record.by)", now: now).actions
+        }
+    }
+
+    /// The ``SiteLedger`` records an earlier run kept: offered again (verified like a relay's), and those no relay
+    /// acknowledged published again at the first pass.
+    mutating func restoreSite(_ records: [Restored.SiteRecordRow], now: Double) -> [Action] {
+        guard site != nil else { return [] }
+        var actions: [Action] = []
+        for row in records {
+            actions += offerSiteRecord(row.event, fromStore: true, now: now)
+            if !row.acknowledged { site?.restorePending(row.event) }
+        }
+        if let ledger = site, !records.isEmpty {
+            actions.append(.log(LogLine(.info, "site records loaded", [
+                ("site.records", .integer(Int64(ledger.records.count))), ("site.unacknowledged", .integer(Int64(ledger.unacknowledgedCount))),
+            ])))
+        }
+        return actions
+    }
+
+    /// A relay acknowledged `id`: one of this stage's records is no longer pending.
+    mutating func siteAcknowledged(_ id: EventID) -> [Action] {
+        guard site?.acknowledged(id) == true else { return [] }
+        return [.siteRecordAcknowledged(id)]
+    }
+
+    /// The pending records due now (a relay returned, or ``SiteLedger/Limits/republishInterval`` passed).
+    mutating func dueSiteRecords(now: Double) -> [Action] {
+        guard let deadline = site?.nextDeadline, deadline <= now else { return [] }
+        return (site?.due(now: now) ?? []).map { .publish($0) }
+    }
+
+    /// A channel event released on some stage: carried through the release path (the judge skipped), as a release
+    /// here would; nil when it is not one.
+    mutating func carryReleased(_ event: NostrEvent, now: Double) -> [Action]? {
+        guard let released = site?.released, released.contains(event.id.hex) else { return nil }
+        switch router.release(event, now: now, random: random.unit()) {
+        case .success(let routed): return perform(routed, now: now)
+        case .failure(let refusal):
+            return [.log(LogLine(.info, "released message not carried", [("message.id", .string(event.id.hex)), ("reason", .string(refusal.description))]))]
+        }
+    }
+
+    static func siteLine(_ message: String, _ record: SiteRecord) -> LogLine {
+        LogLine(.notice, message, [
+            ("site.target", .string(record.target.description)), ("site.on", .bool(record.on)), ("site.by", .string(record.by)),
+            ("site.bridge", .string(record.bridge)), ("site.created_at", .integer(record.createdAt)),
+        ])
+    }
+}

@@ -1,0 +1,217 @@
+public import BotCrypto
+public import BotSupport
+public import Nostr
+public import Identity
+
+/// What became of one event offered to ``SiteLedger`` (metric label values).
+public enum SiteRecordOutcome: String, CounterKey, CaseIterable {
+    /// Newer than the record in force for its target (or its target's first): now in force.
+    case applied
+    /// Not newer than the record in force (our own records coming back from the relays among them).
+    case older
+    /// Signed by a key that is not a configured operator key.
+    case ignoredAuthor = "ignored_author"
+    /// An operator's record of another site.
+    case otherSite = "other_site"
+    /// Does not open with this site's key (sealed by another operator key, or damaged).
+    case unreadable
+    /// Opened, but not a record (bad payload, or a target copied onto another address).
+    case invalid
+    /// A new target with ``SiteLedger/Limits/maxRecords`` already held: refused.
+    case full
+}
+
+/// The site's moderation state as this stage knows it (issue 35): the newest record of every target, the records
+/// made here that no relay has acknowledged yet, and the sets the judge overlays on the bridge's own lists.
+///
+/// Pure: the machine offers it verified events, asks it to make records for local actions, tells it what relays
+/// acknowledged, and asks which records are due to be (re)published.
+public struct SiteLedger: Sendable {
+    public enum Limits {
+        /// Targets held. Never evicted: forgetting a target would let an older record of it win again, so a full
+        /// ledger refuses new targets (counted `full`, said in the log) instead. 20,000 is ten times the largest
+        /// block list the issue sizes for (2,000 keys); a record costs about 200 bytes here and 600 on a relay.
+        public static let maxRecords = 20_000
+        /// Records handed to the relays per pass: the pool queues at most 200 per relay while it is down, and a
+        /// relay's rate limit answers a burst with `OK false`; each pass after the first is a second later.
+        public static let publishBatch = 100
+        /// A record no relay acknowledged is offered again after this long (seconds), and at once when a relay
+        /// connects after none was.
+        public static let republishInterval: Double = 30
+    }
+
+    public let key: SiteKey
+    public let operators: Set<XOnlyPublicKey>
+    public private(set) var records: [SiteTarget: SiteRecord] = [:]
+    public private(set) var outcomes = Tally<SiteRecordOutcome>()
+    /// Overlays on the bridge's own lists: a target's newest record sets it or clears it, whatever the list says.
+    public private(set) var blocks = Overlay<IdentityKey>()
+    public private(set) var staff = Overlay<IdentityKey>()
+    public private(set) var words = Overlay<String>()
+    /// Channel messages released on some stage (event ids): carried without judgement.
+    public private(set) var released: Set<String> = []
+
+    /// Records made here and not yet acknowledged by any relay, in the order made, with when each was last sent.
+    private var pending: [EventID: (event: NostrEvent, sentAt: Double)] = [:]
+    private var pendingOrder: [EventID] = []
+    private var nextPass: Double = .infinity
+
+    public struct Overlay<Element: Hashable & Sendable>: Sendable, Equatable {
+        public private(set) var set: Set<Element> = []
+        public private(set) var cleared: Set<Element> = []
+
+        /// `local` with this overlay's records applied.
+        public func applied(to local: Set<Element>) -> Set<Element> { local.subtracting(cleared).union(set) }
+
+        mutating func record(_ element: Element, on: Bool) {
+            if on {
+                set.insert(element)
+                cleared.remove(element)
+            } else {
+                set.remove(element)
+                cleared.insert(element)
+            }
+        }
+    }
+
+    public init(key: SiteKey, operators: Set<XOnlyPublicKey>) {
+        self.key = key
+        self.operators = operators
+    }
+
+    public var unacknowledgedCount: Int { pending.count }
+
+    /// The record in force for `target`, if any.
+    public func record(_ target: SiteTarget) -> SiteRecord? { records[target] }
+
+    /// Offers a verified event; returns what became of it (also counted) and the record now in force.
+    @discardableResult
+    public mutating func offer(_ event: NostrEvent) -> (outcome: SiteRecordOutcome, record: SiteRecord?) {
+        let result = judge(event)
+        outcomes.add(result.outcome)
+        return result
+    }
+
+    private mutating func judge(_ event: NostrEvent) -> (outcome: SiteRecordOutcome, record: SiteRecord?) {
+        let record: SiteRecord
+        do {
+            record = try SiteRecord(event: event, key: key, operators: operators)
+        } catch {
+            switch error {
+            case .notOperator: return (.ignoredAuthor, nil)
+            case .wrongKind, .otherSite: return (.otherSite, nil)
+            case .unreadable: return (.unreadable, nil)
+            case .badPayload, .addressMismatch: return (.invalid, nil)
+            }
+        }
+        if let current = records[record.target] {
+            guard SiteRecord.isNewer((record.createdAt, record.eventID), than: (current.createdAt, current.eventID)) else {
+                return (.older, nil)
+            }
+        } else if records.count >= Limits.maxRecords {
+            return (.full, nil)
+        }
+        apply(record)
+        return (.applied, record)
+    }
+
+    private mutating func apply(_ record: SiteRecord) {
+        records[record.target] = record
+        switch record.target {
+        case .block(let key): blocks.record(key, on: record.on)
+        case .staff(let key): staff.record(key, on: record.on)
+        case .word(let term): words.record(term, on: record.on)
+        case .release(let id):
+            if record.on { released.insert(id) } else { released.remove(id) }
+        }
+    }
+
+    /// A local action as a signed record, applied here at once and pending until a relay acknowledges it. Its
+    /// `created_at` is `now`, or one past the record it replaces when that one is not older (a clock behind another
+    /// stage's, or two actions in one second): an action always replaces what the moderator saw.
+    public mutating func make(
+        _ target: SiteTarget, on: Bool, by: String, bridge: String, now: Double, author: SchnorrSecretKey
+    ) throws(SiteLedgerError) -> NostrEvent {
+        if records[target] == nil, records.count >= Limits.maxRecords { throw .full }
+        let createdAt = max(Int64(now), (records[target]?.createdAt ?? Int64.min + 1) + 1)
+        let event: NostrEvent
+        do {
+            event = try SiteRecord.event(
+                target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, key: key, author: author)
+        } catch {
+            throw .signing(error)
+        }
+        apply(SiteRecord(target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, eventID: event.id))
+        outcomes.add(.applied)
+        addPending(event, sentAt: now)
+        return event
+    }
+
+    /// A record of an earlier run that no relay acknowledged (the store's): offered again at the next pass.
+    public mutating func restorePending(_ event: NostrEvent) {
+        addPending(event, sentAt: -.infinity)
+        nextPass = -.infinity
+    }
+
+    private mutating func addPending(_ event: NostrEvent, sentAt: Double) {
+        guard pending[event.id] == nil else { return }
+        pending[event.id] = (event, sentAt)
+        pendingOrder.append(event.id)
+        nextPass = min(nextPass, sentAt + Limits.republishInterval)
+    }
+
+    /// A relay acknowledged `id` (`OK true`): true when it was one of ours pending.
+    public mutating func acknowledged(_ id: EventID) -> Bool {
+        guard pending.removeValue(forKey: id) != nil else { return false }
+        if pending.isEmpty {
+            pendingOrder = []
+            nextPass = .infinity
+        }
+        return true
+    }
+
+    /// A relay connected after none was: every pending record is offered again at once.
+    public mutating func relaysReturned() {
+        guard !pending.isEmpty else { return }
+        for id in pendingOrder { pending[id]?.sentAt = -.infinity }
+        nextPass = -.infinity
+    }
+
+    /// When ``due(now:)`` next has records to hand out.
+    public var nextDeadline: Double? { pending.isEmpty ? nil : nextPass }
+
+    /// The pending records to publish now (oldest first, at most ``Limits/publishBatch``), marked sent.
+    public mutating func due(now: Double) -> [NostrEvent] {
+        guard now >= nextPass else { return [] }
+        pendingOrder.removeAll { pending[$0] == nil }
+        var out: [NostrEvent] = []
+        var earliest = Double.infinity
+        for id in pendingOrder {
+            guard let entry = pending[id] else { continue }
+            if out.count < Limits.publishBatch, entry.sentAt + Limits.republishInterval <= now {
+                out.append(entry.event)
+                pending[id]?.sentAt = now
+                earliest = min(earliest, now + Limits.republishInterval)
+            } else if entry.sentAt + Limits.republishInterval <= now {
+                earliest = min(earliest, now + 1)
+            } else {
+                earliest = min(earliest, entry.sentAt + Limits.republishInterval)
+            }
+        }
+        nextPass = earliest
+        return out
+    }
+}
+
+/// Why a local action made no site record.
+public enum SiteLedgerError: Error, Sendable, CustomStringConvertible {
+    case full
+    case signing(CryptoError)
+
+    public var description: String {
+        switch self {
+        case .full: "the site's records are full (\(SiteLedger.Limits.maxRecords) targets); the action applies on this bridge only"
+        case .signing(let error): "site record not signed: \(error)"
+        }
+    }
+}
