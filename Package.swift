@@ -193,8 +193,10 @@ let package = Package(
         .testTarget(
             name: "BridgeEndToEndTests",
             // BitchatWire, BotCrypto and Nostr only to sign the metrics scenario's floods (fresh identities by the
-            // thousand, BridgeTesting's flooder announces); SpamFilter as the phone models' ported filter.
-            dependencies: ["BridgeTestSupport", "BridgeTesting", "BotSupport", "BotStorage", "SpamFilter", "BitchatWire", "BotCrypto", "Nostr"]
+            // thousand, BridgeTesting's flooder announces); SpamFilter as the phone models' ported filter; BridgeCore and
+            // Identity to sign site records by the thousand as a stage signs them.
+            dependencies: ["BridgeTestSupport", "BridgeTesting", "BotSupport", "BotStorage", "SpamFilter", "BitchatWire", "BotCrypto", "Nostr",
+                           "BridgeCore", "Identity"]
         ),
         .testTarget(
             name: "WebSocketRuntimeTests",

@@ -34,6 +34,10 @@ public struct BoundedSet<Element: Hashable>: Sendable where Element: Sendable {
         return (true, old)
     }
 
+    /// Forgets `element` (its ring slot is reused in turn; a later insert of it is kept until its own slot comes round,
+    /// or the old slot's, whichever is first).
+    public mutating func remove(_ element: Element) { members.remove(element) }
+
     /// Elements from oldest to newest (for persisting and restoring).
     public var elementsOldestFirst: [Element] {
         (0..<capacity).compactMap { ring[(head + $0) % capacity] }.filter { members.contains($0) }

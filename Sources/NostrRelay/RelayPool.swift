@@ -237,7 +237,8 @@ public final class RelayPool: Sendable {
             let reports = try body(&shared)
             rearm(&shared)
             for report in reports {
-                if case .dropped = continuation.yield(report) {
+                if case .dropped(let lost) = continuation.yield(report) {
+                    shared.core.reportLost(lost, now: .now)
                     let total = dropped.add(1, ordering: .relaxed).newValue
                     if RelayPoolCore.isReported(total) { overflow.append(total) }
                 }

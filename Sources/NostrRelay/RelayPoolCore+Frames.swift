@@ -53,6 +53,7 @@ extension RelayPoolCore {
         }
         // Dedup lookup before verification; ids are recorded only after success, so a forged copy
         // cannot suppress the genuine event (NOSTR-GEO §5.5 steps 3–4).
+        if trusted { noteBackfill(subscription, relay: index, createdAt: unverified.createdAt) }
         if let claimed = unverified.claimedID, seen.contains(claimed.bytes) {
             relays[index].stats.duplicates += 1
             return
@@ -165,6 +166,7 @@ extension RelayPoolCore {
         case .endOfStoredEvents(let subscriptionID):
             relays[index].stats.eoseReceived += 1
             eoseAnswered(subscriptionID, relay: url, into: &out)
+            backfillEnded(subscriptionID, relay: index, now: now)
         case .closed(let subscriptionID, let reason):
             relays[index].stats.closed.add(RelayReason(message: reason))
             relays[index].activeSubscriptions.remove(subscriptionID)
@@ -255,6 +257,7 @@ extension RelayPoolCore {
         transport.send(connection, text: subscription.request(unixNow: unixNow).text)
         relays[index].activeSubscriptions.insert(id)
         if !subscription.eoseReported { subscriptions[id]?.eoseWaiting.insert(relays[index].url) }
+        startBackfill(id, relay: index)
     }
 
     mutating func perform(

@@ -33,6 +33,15 @@ public struct RelayPoolCore: Sendable {
         /// The initial load counts as done this long after the REQ even if some relay never sent EOSE
         /// (phones: 10 s).
         public static let eoseFallback: Duration = .seconds(10)
+        /// Pages one backfill of a trusted subscription asks a relay for (``BackfillPage``): 20,000 records at the
+        /// common cap of 500 take 40; more than this is a relay that keeps answering with something new.
+        public static let maxBackfillPages = 100
+        /// A trusted subscription is asked again this often for what was stamped in the last
+        /// ``trustedRefreshLookback`` seconds (what a relay dropped live under a burst).
+        public static let trustedRefresh: Duration = .seconds(60)
+        public static let trustedRefreshLookback: Int64 = 900
+        /// A backfill that lost events in the report stream runs again this long after it ended (the consumer drains).
+        public static let backfillAgain: Duration = .seconds(2)
         /// Frames of one connection between intake and delivery (events waiting for verification, and
         /// messages behind them); a new event beyond it is dropped (`verification_queue_full`). Phones buffer
         /// 256 frames per relay; a real relay's backfill (≤ 200 per subscription) fits.
@@ -152,6 +161,13 @@ public struct RelayPoolCore: Sendable {
         /// catch-up. A relay that forges them gains nothing: every one is still verified, and each bad signature is
         /// a strike against that relay (``Misbehaviour``), which closes it after a few.
         public let trustedAuthors: Set<String>
+        /// When a trusted subscription was last refreshed (``Limits/trustedRefresh``).
+        var refreshedAt: ContinuousClock.Instant
+        /// A trusted event of this subscription was lost in the report stream since its backfills began: they run
+        /// again from the top once done (``RelayPoolCore/reportLost(_:)``).
+        var lostInBackfill = false
+        /// When that second backfill starts.
+        var backfillAgainAt: ContinuousClock.Instant?
         /// When `subscribe` last accepted this id (monotonic), for the duplicate window.
         var subscribedAt: ContinuousClock.Instant
         /// When the EOSE fallback fires if not every relay answered by then.
@@ -190,6 +206,8 @@ public struct RelayPoolCore: Sendable {
         var connection: ConnectionID?
         var queue = BoundedQueue<QueuedEvent>(capacity: Limits.maxQueuedEvents)
         var activeSubscriptions: Set<String> = []
+        /// Trusted subscriptions being paged in on this connection (``BackfillPage``).
+        var backfills: [String: BackfillPage] = [:]
         var auth = AuthSession()
         var stats = RelayStats()
         /// This relay's Schnorr budget and outcome counts.
@@ -469,7 +487,7 @@ public struct RelayPoolCore: Sendable {
             subscriptionOrder.append(id)
         }
         let trustedAuthors = trusted ? Set(filters.flatMap { $0.authors ?? [] }) : []
-        var subscription = Subscription(id: id, filters: filters, lookback: lookback, trustedAuthors: trustedAuthors, subscribedAt: now,
+        var subscription = Subscription(id: id, filters: filters, lookback: lookback, trustedAuthors: trustedAuthors, refreshedAt: now, subscribedAt: now,
                                         eoseDeadline: now + Limits.eoseFallback)
         let text = subscription.request(unixNow: unixNow).text
         var sent = 0
@@ -503,6 +521,7 @@ public struct RelayPoolCore: Sendable {
             perform(actions, relay: index, now: now, unixNow: unixNow, into: &out)
             checkLiveness(relay: index, now: now, into: &out)
         }
+        refreshTrusted(now: now, unixNow: unixNow)
         // EOSE fallback: the initial load is over after 10 s even if some relay never answered.
         for id in subscriptionOrder {
             guard var subscription = subscriptions[id], !subscription.eoseReported, now >= subscription.eoseDeadline
@@ -535,6 +554,7 @@ public struct RelayPoolCore: Sendable {
         for id in subscriptionOrder {
             if let subscription = subscriptions[id], !subscription.eoseReported { consider(subscription.eoseDeadline) }
         }
+        if let refresh = nextTrustedRefresh { consider(refresh) }
         return next
     }
 

@@ -173,6 +173,8 @@ public struct RelayStats: Sendable, Equatable {
     public var eoseReceived = 0
     /// Subscriptions whose EOSE this relay had not sent when the 10 s fallback fired.
     public var eoseTimeouts = 0
+    /// Further pages a trusted subscription's backfill asked this relay for (``BackfillPage``).
+    public var backfillPages = 0
     public var delivered = 0
     public var published = 0
     /// Events evicted from the offline publish queue.

@@ -16,7 +16,9 @@ struct SiteRecordTests {
     static let steward = try! IdentityKey(kind: .mesh, bytes: [UInt8](repeating: 0xBB, count: 32))
     static let now = 1_800_000_000.0
 
-    static func ledger() -> SiteLedger { SiteLedger(key: key, operators: [operatorKey.publicKey, otherOperator.publicKey]) }
+    static func ledger(own: String = "stage-b") -> SiteLedger {
+        SiteLedger(key: key, operators: [operatorKey.publicKey, otherOperator.publicKey], ownBridge: own)
+    }
 
     static func event(_ target: SiteTarget, on: Bool, at: Int64, by: String = "session:ana", author: SchnorrSecretKey = operatorKey, key: SiteKey = key) throws -> NostrEvent {
         try SiteRecord.event(target: target, on: on, by: by, bridge: "stage-a", createdAt: at, key: key, author: author)
@@ -109,6 +111,8 @@ struct SiteRecordTests {
             made.append(try ledger.make(.block(key), on: true, by: "session:ana", bridge: "a", now: Self.now, author: Self.operatorKey))
         }
         #expect(ledger.unacknowledgedCount == 150 && ledger.nextDeadline == Self.now + 30)
+        #expect(made.filter { $0.createdAt == Int64(Self.now) }.count == 100 && made.filter { $0.createdAt == Int64(Self.now) + 1 }.count == 50,
+                "at most 100 records stamped into one second")
         #expect(ledger.due(now: Self.now + 29).isEmpty)
         #expect(ledger.acknowledged(made[0].id) && !ledger.acknowledged(made[0].id))
         let first = ledger.due(now: Self.now + 30)
@@ -120,6 +124,30 @@ struct SiteRecordTests {
         #expect(ledger.due(now: Self.now + 32).count == 100, "a relay back: at once")
         for event in made { _ = ledger.acknowledged(event.id) }
         #expect(ledger.unacknowledgedCount == 0 && ledger.nextDeadline == nil)
+    }
+
+    @Test("the records in force this stage made are published again whenever a relay returns (a relay that lost its data has them again); others' are not")
+    func ownRecordsRepublished() throws {
+        var ledger = Self.ledger(own: "stage-a")
+        let mine = try ledger.make(.block(Self.mallory), on: true, by: "cli:root", bridge: "stage-a", now: Self.now, author: Self.operatorKey)
+        let acknowledged = ledger.acknowledged(mine.id)
+        #expect(acknowledged)
+        let theirs = try Self.event(.block(Self.steward), on: true, at: Int64(Self.now))  // made on stage-a too, from the relay
+        let other = try SiteRecord.event(target: .staff(Self.steward), on: true, by: "session:ben", bridge: "stage-b",
+                                         createdAt: Int64(Self.now), key: Self.key, author: Self.operatorKey)
+        ledger.offer(theirs)
+        ledger.offer(other)
+        ledger.relaysReturned()
+        let due = ledger.due(now: Self.now)
+        #expect(Set(due.map(\.id)) == [mine.id, theirs.id], "stage-a's records, not stage-b's")
+        // Replaced by another stage's record, it is no longer this stage's to keep.
+        ledger.offer(try SiteRecord.event(target: .block(Self.mallory), on: false, by: "session:ben", bridge: "stage-b",
+                                          createdAt: Int64(Self.now) + 5, key: Self.key, author: Self.operatorKey))
+        _ = ledger.acknowledged(mine.id)
+        _ = ledger.acknowledged(theirs.id)
+        ledger.relaysReturned()
+        let again = ledger.due(now: Self.now + 1)
+        #expect(again.map(\.id) == [theirs.id])
     }
 
     @Test("the store keeps one row per target with its acknowledgement, and reads them back verified")

@@ -241,7 +241,9 @@ public struct BridgeMachine {
         self.random = SeededRandom(seed: configuration.seed)
         self.personas = PersonaBook(seed: configuration.keys.nostrSeed)
         self.fleet = configuration.fleet.map { FleetListState(site: $0.site, operators: $0.operators) }
-        self.site = configuration.fleet.flatMap { fleet in fleet.siteKey.map { SiteLedger(key: $0, operators: fleet.operators) } }
+        self.site = configuration.fleet.flatMap { fleet in
+            fleet.siteKey.map { SiteLedger(key: $0, operators: fleet.operators, ownBridge: configuration.nickname) }
+        }
         self.responder = configuration.sync.map { SyncResponder(configuration: $0) }
         self.sync = SyncStores()
         self.localMarks = OperatorMarks(blocked: router.judge.blocked, staff: router.judge.staff)

@@ -38,10 +38,17 @@ public struct SiteLedger: Sendable {
         /// A record no relay acknowledged is offered again after this long (seconds), and at once when a relay
         /// connects after none was.
         public static let republishInterval: Double = 30
+        /// Records this stage stamps with one `created_at` second; more go to the next second (a bulk of 2,000 blocks
+        /// spans 20 s). A late stage pages back through a relay's capped answers by `created_at` (the pool's
+        /// backfill), which cannot page past a second holding more records than the relay returns at once (500 for
+        /// most relays).
+        public static let recordsPerSecond = 100
     }
 
     public let key: SiteKey
     public let operators: Set<XOnlyPublicKey>
+    /// This stage's name: the records in force that it made are its to keep on the relays (``relaysReturned()``).
+    public let ownBridge: String
     public private(set) var records: [SiteTarget: SiteRecord] = [:]
     public private(set) var outcomes = Tally<SiteRecordOutcome>()
     /// Overlays on the bridge's own lists: a target's newest record sets it or clears it, whatever the list says.
@@ -54,7 +61,13 @@ public struct SiteLedger: Sendable {
     /// Records made here and not yet acknowledged by any relay, in the order made, with when each was last sent.
     private var pending: [EventID: (event: NostrEvent, sentAt: Double)] = [:]
     private var pendingOrder: [EventID] = []
+    /// The records in force that this stage made, as signed: published again whenever a relay returns, so a relay that
+    /// lost its data (an in-memory relay restarted next to the stage) has them again. At most ``Limits/maxRecords``
+    /// events (about 700 bytes each).
+    private var own: [SiteTarget: NostrEvent] = [:]
     private var nextPass: Double = .infinity
+    /// The second this stage last stamped records with, and how many.
+    private var stamped: (second: Int64, count: Int) = (.min, 0)
 
     public struct Overlay<Element: Hashable & Sendable>: Sendable, Equatable {
         public private(set) var set: Set<Element> = []
@@ -74,9 +87,10 @@ public struct SiteLedger: Sendable {
         }
     }
 
-    public init(key: SiteKey, operators: Set<XOnlyPublicKey>) {
+    public init(key: SiteKey, operators: Set<XOnlyPublicKey>, ownBridge: String) {
         self.key = key
         self.operators = operators
+        self.ownBridge = ownBridge
     }
 
     public var unacknowledgedCount: Int { pending.count }
@@ -112,6 +126,7 @@ public struct SiteLedger: Sendable {
             return (.full, nil)
         }
         apply(record)
+        own[record.target] = record.bridge == ownBridge ? event : nil
         return (.applied, record)
     }
 
@@ -133,7 +148,10 @@ public struct SiteLedger: Sendable {
         _ target: SiteTarget, on: Bool, by: String, bridge: String, now: Double, author: SchnorrSecretKey
     ) throws(SiteLedgerError) -> NostrEvent {
         if records[target] == nil, records.count >= Limits.maxRecords { throw .full }
-        let createdAt = max(Int64(now), (records[target]?.createdAt ?? Int64.min + 1) + 1)
+        var createdAt = max(Int64(now), (records[target]?.createdAt ?? Int64.min + 1) + 1)
+        if createdAt <= stamped.second {
+            createdAt = stamped.count < Limits.recordsPerSecond ? stamped.second : stamped.second + 1
+        }
         let event: NostrEvent
         do {
             event = try SiteRecord.event(
@@ -141,7 +159,9 @@ public struct SiteLedger: Sendable {
         } catch {
             throw .signing(error)
         }
+        stamped = createdAt == stamped.second ? (createdAt, stamped.count + 1) : (createdAt, 1)
         apply(SiteRecord(target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, eventID: event.id))
+        own[target] = event
         outcomes.add(.applied)
         addPending(event, sentAt: now)
         return event
@@ -170,8 +190,10 @@ public struct SiteLedger: Sendable {
         return true
     }
 
-    /// A relay connected after none was: every pending record is offered again at once.
+    /// A relay connected after none was (at start too): every pending record, and every record in force this stage
+    /// made, is offered again at once (a relay answers `duplicate:` for what it has).
     public mutating func relaysReturned() {
+        for (_, event) in own.sorted(by: { $0.value.createdAt < $1.value.createdAt }) { addPending(event, sentAt: -.infinity) }
         guard !pending.isEmpty else { return }
         for id in pendingOrder { pending[id]?.sentAt = -.infinity }
         nextPass = -.infinity

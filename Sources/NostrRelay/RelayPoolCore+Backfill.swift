@@ -1,0 +1,132 @@
+import BotCrypto
+import BotSupport
+import Nostr
+
+/// Paged backfill of trusted subscriptions (issue 35): a site's thousands of records behind relays that answer a query
+/// with a few hundred events at most (rust-nostr's relay and strfry: 500, whatever `limit` asks).
+///
+/// Decisions:
+/// - **Pages by `until`.** After a relay's EOSE, if its page reached further back than the one before (an event older
+///   than the page's `until`), the same subscription is sent again to that relay with `until` = the oldest `created_at`
+///   of the page (inclusive, so a second split across two pages is asked again whole), until a page reaches no further
+///   or ``Limits/maxBackfillPages`` pages were asked. Not "until a page brings nothing new": what a slow consumer lost
+///   (below) may lie behind pages it did get.
+///   Then it is sent once more with `limit: 1`, to stay live for everything (a bounded page would filter out newer
+///   events). A second holding more records than the relay's cap cannot be paged past: the site's stages never stamp
+///   more than ``SiteLedger``'s 100 records into one second.
+/// - **Refreshed.** A relay may drop live events under a burst (rust-nostr's drops a lagging subscriber's), so every
+///   ``Limits/trustedRefresh`` the subscription is asked again, paged, for what was stamped in the last
+///   ``Limits/trustedRefreshLookback``: what a relay lost live is found within a minute; anything older arrives with
+///   the full backfill each (re)connection makes.
+/// - **Nothing lost to a slow consumer.** The report stream keeps the newest reports when the bridge falls behind (a
+///   flood must not stall the pool); a trusted event it drops is forgotten by the dedup (``reportLost(_:)``), and the
+///   subscription's backfill runs again from the top ``Limits/backfillAgain`` after it ended, until one run loses
+///   nothing: what reached the bridge comes again only as a duplicate, dropped at intake before any Schnorr check.
+struct BackfillPage: Sendable {
+    var since: Int64?
+    var until: Int64?
+    var oldest: Int64?
+    var pages = 0
+}
+
+extension RelayPoolCore {
+    /// A trusted subscription was sent to a relay: its backfill starts (`since` for a refresh).
+    mutating func startBackfill(_ id: String, relay index: Int, since: Int64? = nil) {
+        guard let subscription = subscriptions[id], !subscription.trustedAuthors.isEmpty else { return }
+        relays[index].backfills[id] = BackfillPage(since: since, pages: 1)
+    }
+
+    /// An event of a trusted subscription from this relay: its page's oldest time.
+    mutating func noteBackfill(_ id: String, relay index: Int, createdAt: Int64) {
+        guard let oldest = relays[index].backfills[id]?.oldest, oldest <= createdAt else {
+            relays[index].backfills[id]?.oldest = createdAt
+            return
+        }
+    }
+
+    /// The relay's EOSE for a subscription in backfill: the next page, or the live request that ends it.
+    mutating func backfillEnded(_ id: String, relay index: Int, now: ContinuousClock.Instant) {
+        guard let page = relays[index].backfills[id], let subscription = subscriptions[id],
+            let connection = relays[index].connection
+        else { return }
+        if let oldest = page.oldest, oldest < page.until ?? .max, page.pages < Limits.maxBackfillPages {
+            relays[index].backfills[id] = BackfillPage(since: page.since, until: oldest, pages: page.pages + 1)
+            relays[index].stats.backfillPages += 1
+            transport.send(connection, text: subscription.request(since: page.since, until: oldest, limit: nil).text)
+            return
+        }
+        relays[index].backfills[id] = nil
+        if subscription.lostInBackfill {
+            subscriptions[id]?.lostInBackfill = false
+            subscriptions[id]?.backfillAgainAt = now + Limits.backfillAgain
+        }
+        // Paged or a refresh: live again for everything, one stored event (a duplicate) as the price.
+        if page.pages > 1 || page.since != nil {
+            transport.send(connection, text: subscription.request(since: nil, until: nil, limit: 1).text)
+        }
+    }
+
+    /// A report the stream dropped for a slow consumer: a trusted event is forgotten, to come again — from a second
+    /// backfill once the one under way ends, or (lost live) one ``Limits/backfillAgain`` from now.
+    public mutating func reportLost(_ report: RelayPoolEvent, now: ContinuousClock.Instant) {
+        guard case .event(let event, _, let id) = report, let subscription = subscriptions[id],
+            subscription.trustedAuthors.contains(event.pubkey.hex)
+        else { return }
+        seen.remove(event.id.bytes)
+        if relays.contains(where: { $0.backfills[id] != nil }) {
+            subscriptions[id]?.lostInBackfill = true
+        } else if subscription.backfillAgainAt == nil {
+            subscriptions[id]?.backfillAgainAt = now + Limits.backfillAgain
+        }
+    }
+
+    /// Trusted subscriptions due for their refresh are asked again, paged, on every relay not already backfilling;
+    /// one whose backfill lost events runs it again from the top.
+    mutating func refreshTrusted(now: ContinuousClock.Instant, unixNow: Int64) {
+        for id in subscriptionOrder {
+            guard let subscription = subscriptions[id], let again = subscription.backfillAgainAt, now >= again else { continue }
+            subscriptions[id]?.backfillAgainAt = nil
+            for index in relays.indices where relays[index].activeSubscriptions.contains(id) && relays[index].backfills[id] == nil {
+                guard let connection = relays[index].connection else { continue }
+                startBackfill(id, relay: index)
+                transport.send(connection, text: subscription.request(since: nil, until: nil, limit: nil).text)
+            }
+        }
+        for id in subscriptionOrder {
+            guard let subscription = subscriptions[id], !subscription.trustedAuthors.isEmpty,
+                now >= subscription.refreshedAt + Limits.trustedRefresh
+            else { continue }
+            subscriptions[id]?.refreshedAt = now
+            let since = unixNow - Limits.trustedRefreshLookback
+            for index in relays.indices where relays[index].activeSubscriptions.contains(id) && relays[index].backfills[id] == nil {
+                guard let connection = relays[index].connection else { continue }
+                startBackfill(id, relay: index, since: since)
+                transport.send(connection, text: subscription.request(since: since, until: nil, limit: nil).text)
+            }
+        }
+    }
+
+    /// When the next trusted refresh is due.
+    var nextTrustedRefresh: ContinuousClock.Instant? {
+        subscriptionOrder.compactMap { id in
+            subscriptions[id].flatMap { subscription -> ContinuousClock.Instant? in
+                guard !subscription.trustedAuthors.isEmpty else { return nil }
+                let refresh = subscription.refreshedAt + Limits.trustedRefresh
+                return subscription.backfillAgainAt.map { min($0, refresh) } ?? refresh
+            }
+        }.min()
+    }
+}
+
+extension RelayPoolCore.Subscription {
+    /// The REQ with `since`, `until` and `limit` set on every filter (the configured lookback does not apply).
+    func request(since: Int64?, until: Int64?, limit: Int?) -> ClientMessage {
+        .request(subscription: id, filters: filters.map { filter in
+            var filter = filter
+            filter.since = since
+            filter.until = until
+            if let limit { filter.limit = limit }
+            return filter
+        })
+    }
+}

@@ -1,0 +1,127 @@
+import BotCrypto
+import Foundation
+import Nostr
+import Testing
+import WebSocketRuntime
+
+@testable import NostrRelay
+
+/// Trusted subscriptions page through a relay's capped answers (issue 35: a site's thousands of records behind relays
+/// that answer with 500 at most), and are refreshed for what a relay dropped live.
+@Suite("Relay pool: paged backfill of trusted subscriptions (fake transport)")
+struct RelayBackfillTests {
+    static let operatorKey = try! SchnorrSecretKey(bytes: [UInt8](repeating: 9, count: 32))
+    let t0 = ContinuousClock.now
+    static let unix: Int64 = 1_800_000_000
+
+    static func record(_ i: Int, at: Int64) -> NostrEvent {
+        try! UnsignedEvent(pubkey: operatorKey.publicKey, createdAt: at, kind: 30078, tags: [["d", "r\(i)"], ["s", "site"]], content: "x")
+            .signed(with: operatorKey, auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
+    }
+
+    /// Hands `events` to the core as the relay's EVENT frames, verifies them as the workers would, then the EOSE.
+    func page(_ core: inout RelayPoolCore, _ connection: ConnectionID, _ events: [NostrEvent]) -> [RelayPoolEvent] {
+        var out: [RelayPoolEvent] = []
+        for event in events {
+            out += core.handle(.text(connection, Array(#"["EVENT","site",\#(event.json)]"#.utf8)), now: t0, unixNow: Self.unix)
+            while let job = core.takeJob(now: t0) { out += core.finish(job, RelayPoolCore.verify(job), now: t0) }
+        }
+        return out + core.handle(.text(connection, Array(#"["EOSE","site"]"#.utf8)), now: t0, unixNow: Self.unix)
+    }
+
+    @Test("pages by until while a page reaches further back, then asks once more with limit 1 to stay live; old records pass the freshness window")
+    func pagesBackByUntil() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(
+            relayURLs: ["ws://127.0.0.1:1"], configuration: .init(freshnessWindow: 900, jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let connection = try #require(transport.lastOpened)
+        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
+        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
+        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        // A relay that caps at 3: records a day old, stamped 2 a second.
+        let old = Self.unix - 86_400
+        let records = (0..<7).map { Self.record($0, at: old + Int64($0 / 2)) }  // seconds old+0 … old+3
+        var delivered = page(&core, connection, Array(records[4...6].reversed()))
+        #expect(transport.sent(to: connection).last == ##"["REQ","site",{"#s":["site"],"authors":["\##(Self.operatorKey.publicKey.hex)"],"kinds":[30078],"until":\##(old + 2)}]"##)
+        // until is inclusive: the second split across pages comes again (a duplicate), with what is older.
+        delivered += page(&core, connection, [records[5], records[4], records[3]])
+        #expect(transport.sent(to: connection).last?.contains(#""until":\#(old + 1)"#) == true)
+        delivered += page(&core, connection, [records[3], records[2], records[1]])
+        delivered += page(&core, connection, [records[1], records[0]])
+        #expect(transport.sent(to: connection).last?.contains(#""limit":1"#) == true, "live again once a page reaches no further back")
+        let ids = delivered.compactMap { if case .event(let event, _, _) = $0 { event.id } else { nil } }
+        #expect(Set(ids) == Set(records.map(\.id)) && ids.count == 7, "every record once, a day old though it is")
+        #expect(core.stats("ws://127.0.0.1:1")?.backfillPages == 3)
+    }
+
+    @Test("refreshed every minute for the last 15 minutes, paged the same way")
+    func refreshes() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let connection = try #require(transport.lastOpened)
+        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
+        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
+        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        _ = page(&core, connection, [])
+        let before = transport.sent(to: connection).count
+        // The relay answers now and then (a connection silent for 45 s would be closed).
+        _ = core.handle(.text(connection, Array(#"["NOTICE","hi"]"#.utf8)), now: t0 + .seconds(40), unixNow: Self.unix + 40)
+        _ = core.tick(now: t0 + .seconds(59), unixNow: Self.unix + 59)
+        #expect(transport.sent(to: connection).count == before)
+        #expect(core.nextDeadline().map { $0 <= t0 + .seconds(60) } == true)
+        _ = core.tick(now: t0 + .seconds(60), unixNow: Self.unix + 60)
+        #expect(transport.sent(to: connection).last?.contains(#""since":\#(Self.unix + 60 - 900)"#) == true)
+        _ = page(&core, connection, [Self.record(1, at: Self.unix + 30)])
+        #expect(transport.sent(to: connection).last?.contains(#""since":\#(Self.unix + 60 - 900)"#) == true, "paged within the window")
+        #expect(transport.sent(to: connection).last?.contains(#""until":\#(Self.unix + 30)"#) == true)
+        _ = page(&core, connection, [Self.record(1, at: Self.unix + 30)])
+        #expect(transport.sent(to: connection).last?.contains(#""limit":1"#) == true)
+    }
+
+    @Test("a record the report stream dropped for a slow consumer comes again: forgotten by the dedup, the backfill runs again 2 s after it ended")
+    func lostRecordsComeAgain() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let connection = try #require(transport.lastOpened)
+        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
+        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
+        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        let records = [Self.record(1, at: Self.unix - 10), Self.record(0, at: Self.unix - 20)]  // newest first, as relays answer
+        let first = page(&core, connection, records)
+        let lost = try #require(first.first { if case .event(let event, _, _) = $0 { event.id == records[0].id } else { false } })
+        core.reportLost(lost, now: t0)
+        _ = page(&core, connection, [records[1]])  // until = the older second: nothing new, the backfill ends
+        #expect(transport.sent(to: connection).last?.contains(#""limit":1"#) == true)
+        let sent = transport.sent(to: connection).count
+        _ = core.tick(now: t0 + .seconds(2), unixNow: Self.unix + 2)
+        #expect(transport.sent(to: connection).count == sent + 1, "the backfill again, from the top")
+        let again = page(&core, connection, records)
+        let ids = again.compactMap { if case .event(let event, _, _) = $0 { event.id } else { nil } }
+        #expect(ids == [records[0].id], "only the lost record is delivered again")
+    }
+
+    @Test("a record lost live (no backfill under way) brings a backfill 2 s later")
+    func lostLive() throws {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let connection = try #require(transport.lastOpened)
+        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
+        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
+        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        _ = page(&core, connection, [])
+        let live = Self.record(3, at: Self.unix)
+        var reports = core.handle(.text(connection, Array(#"["EVENT","site",\#(live.json)]"#.utf8)), now: t0, unixNow: Self.unix)
+        while let job = core.takeJob(now: t0) { reports += core.finish(job, RelayPoolCore.verify(job), now: t0) }
+        core.reportLost(try #require(reports.first { if case .event = $0 { true } else { false } }), now: t0)
+        #expect(core.nextDeadline().map { $0 <= t0 + .seconds(2) } == true)
+        let sent = transport.sent(to: connection).count
+        _ = core.tick(now: t0 + .seconds(2), unixNow: Self.unix + 2)
+        #expect(transport.sent(to: connection).count == sent + 1)
+        let again = page(&core, connection, [live])
+        #expect(again.contains { if case .event(let event, _, _) = $0 { event.id == live.id } else { false } })
+    }
+}
