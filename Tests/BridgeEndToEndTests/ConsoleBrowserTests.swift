@@ -254,7 +254,8 @@ struct ConsoleBrowserTests {
         browser.write("RELEASE \(hiddenID)\n")
         let releaseLine = try await browser.waitForLine(timeout: .seconds(30), "released") { $0.contains("\"release\"") }
         #expect(releaseLine.contains("released"), "\(releaseLine)")
-        #expect(try JSONParser().parse(releaseLine)["mark"]?.stringValue?.hasPrefix("released by console") == true, "\(releaseLine)")
+        // The mark names who released it, as the audit does (signed in with the console token: the operator).
+        #expect(try JSONParser().parse(releaseLine)["mark"]?.stringValue?.hasPrefix("released by session:operator") == true, "\(releaseLine)")
         try await reader.waitForLine(timeout: .seconds(20), "the released line on the mesh") {
             $0.contains("\"carrier\"") && $0.contains(hiddenID)
         }
