@@ -188,6 +188,7 @@ let package = Package(
             dependencies: [
                 "BridgeTesting", "BridgeApp", "Bridge", "BridgeCore", "BitchatWire", "BotCrypto", "BotSupport", "Mesh", "MeshRuntime",
                 "MeshSync", "Nostr", "Identity", "IdentityCache", "Moderation", "ModerationLog", "SpamFilter", "AppModels", "Geohash",
+                "Console", "BotStorage",
             ]
         ),
         .testTarget(

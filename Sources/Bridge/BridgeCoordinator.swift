@@ -260,6 +260,7 @@ public actor BridgeCoordinator {
             case .keepFleetList(let event): store.keepFleetList(event)
             case .keepSiteRecord(let event, let acknowledged): store.keepSiteRecord(event, acknowledged: acknowledged)
             case .siteRecordAcknowledged(let id): store.siteRecordAcknowledged(id)
+            case .auditSiteRecord(let record): store.auditSiteRecord(record)
             case .priorityAuthors(let authors): relays.setPriorityAuthors(authors)
             case .released(let id, let by, let at): store.markReleased(messageID: id, by: by, at: at)
             case .keepHeld(let item, let at): store.keepHeld(item, at: at)

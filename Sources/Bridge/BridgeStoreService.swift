@@ -230,6 +230,15 @@ public final class BridgeStoreService: @unchecked Sendable {
         }
     }
 
+    /// Another stage's action, a row of this stage's audit; a failed write is counted (the record applies either way).
+    func auditSiteRecord(_ record: SiteRecord) {
+        do {
+            try stores.siteAudit?.record(record)
+        } catch {
+            failed(\.failedSiteWrites, "another stage's action not written to the audit; it applies all the same", error, id: record.eventID)
+        }
+    }
+
     func siteRecordAcknowledged(_ id: EventID) {
         do {
             try stores.siteRecords?.acknowledged(id)

@@ -88,6 +88,12 @@ extension BoardNostrLedger: BoardNostrLedgering {
     }
 }
 
+/// The console's audit as the store service writes other stages' actions into it (the Console module implements it:
+/// it depends on this one).
+public protocol SiteAuditing: AnyObject {
+    func record(_ record: SiteRecord) throws(SQLiteError)
+}
+
 /// Where the last good fleet list is kept across restarts, as its signed event (``FleetListFile`` in the bridge,
 /// ``InMemoryFleetList`` in in-process tests): loaded once at start and offered like one from a relay.
 public protocol FleetListKeeping: AnyObject {
@@ -146,6 +152,8 @@ public struct BridgeStores: @unchecked Sendable {
     /// The site's records (issue 35): nil = this run's memory only (a restart catches up from the relays, and what
     /// no relay acknowledged is lost).
     public var siteRecords: SiteRecordStore?
+    /// Where another stage's moderation actions become rows of this stage's audit (the console's table): nil = none.
+    public var siteAudit: (any SiteAuditing)?
 
     public init(
         recent: any RecentEventRecording, identities: PeerIdentityCache, uplinks: (any PendingUplinkStoring)? = nil,

@@ -4,6 +4,7 @@ import BotStorage
 import BotSupport
 import Bridge
 import BridgeCore
+import Console
 import Identity
 import IdentityCache
 import MeshSyncStorage
@@ -84,7 +85,10 @@ struct RuntimeStores: @unchecked Sendable {
                 fleetList: fleet.map { _ in FleetListFile(dataDirectory: dataDirectory) })
             stores.held = try HeldMessageStore(database: database)
             if config.courier { stores.courier = try CourierStore(database: database) }
-            if fleet?.siteKey != nil { stores.siteRecords = try SiteRecordStore(database: database) }
+            if fleet?.siteKey != nil {
+                stores.siteRecords = try SiteRecordStore(database: database)
+                stores.siteAudit = try ConsoleAudit(database: database)
+            }
             let limit = RecentEventStore.Limits.maxRows
             let remembered = RememberedEvents(
                 published: try recent.load(.published, limit: limit).compactMap(EventID.init(bytes:)),

@@ -1,5 +1,7 @@
 public import BotStorage
 public import BotSupport
+public import Bridge
+public import BridgeCore
 
 /// One console action: when, what, on what, from where, and whether it was done.
 public struct ConsoleAuditEntry: Sendable, Equatable {
@@ -32,6 +34,16 @@ public struct ConsoleAuditEntry: Sendable, Equatable {
             ("id", id.map(JSONValue.integer) ?? .null), ("at", .double(at)), ("action", .string(action)), ("target", .string(target)),
             ("remote", .string(remote)), ("outcome", .string(outcome)), ("principal", .string(principal)),
         ])
+    }
+}
+
+/// Another stage's moderation action as a row here (issue 35: the audit is visible site-wide): the action and target
+/// as the console names them, `remote` the stage that made it (`stage:NAME`), `principal` who acted there, `at` when.
+extension ConsoleAudit: SiteAuditing {
+    public func record(_ record: SiteRecord) throws(SQLiteError) {
+        let (action, target) = record.audit
+        try append(ConsoleAuditEntry(
+            at: Double(record.createdAt), action: action, target: target, remote: "stage:\(record.bridge)", outcome: "ok", principal: record.by))
     }
 }
 

@@ -4,6 +4,8 @@ import Bridge
 import BridgeApp
 import BridgeCore
 import BridgeTesting
+import BotStorage
+import Console
 import Identity
 import Nostr
 import Testing
@@ -29,6 +31,13 @@ struct SiteTests {
 
     static func key(_ poster: Poster) throws -> IdentityKey { try .nostr(pubkey: poster.key.publicKey.bytes) }
 
+    /// The stage's console audit, newest first.
+    static func audit(_ stage: TestBridge) throws -> [ConsoleAuditEntry] {
+        let database = try SQLiteDatabase(path: "\(stage.dataDirectory)/bridge.sqlite3")
+        defer { database.close() }
+        return try ConsoleAudit(database: database).recent(limit: 100)
+    }
+
     @Test("blocks made on both stages in one second hold on both; an unblock clears everywhere; a steward is never hidden on the other stage; a release is carried on both; a late stage catches up")
     func twoStagesAreOneSite() async throws {
         let site = Site(name: "site-records")
@@ -45,6 +54,13 @@ struct SiteTests {
         #expect(await Self.applied(a, .block(try Self.key(trent)), on: true)?.jsonLine.contains("\"site.by\":\"session:ben\"") == true)
         print("site: both blocks on both stages after \(ContinuousClock.now - started)")
         #expect(ContinuousClock.now - started < .seconds(10))
+        // Each stage's audit names the other stage's moderator and stage (the audit is site-wide).
+        #expect(try Self.audit(b).contains {
+            $0.action == "block" && $0.target == (try? Self.key(mallory))?.qualified && $0.principal == "session:ana" && $0.remote == "stage:stage-a"
+        })
+        #expect(try Self.audit(a).contains {
+            $0.action == "block" && $0.target == (try? Self.key(trent))?.qualified && $0.principal == "session:ben" && $0.remote == "stage:stage-b"
+        })
         for poster in [mallory, trent] {
             let line = try poster.post("\(poster.name) while blocked", to: relay)
             for stage in [a, b] { #expect(await stage.verdict(on: line.id.hex)?.rule == "blocked", "\(poster.name) on \(stage.name)") }

@@ -17,7 +17,10 @@ extension BridgeMachine {
             return [.log(LogLine(level, "site record not applied", [("outcome", .string(outcome.label)), ("event.id", .string(event.id.hex))]))]
         }
         var actions: [Action] = fromStore ? [] : [.keepSiteRecord(event, acknowledged: true)]
-        if !fromStore { actions.append(.log(Self.siteLine("site record applied", record))) }
+        if !fromStore {
+            actions.append(.log(Self.siteLine("site record applied", record)))
+            if record.bridge != configuration.nickname { actions.append(.auditSiteRecord(record)) }
+        }
         return actions + siteRecordInForce(record, now: now)
     }
 

@@ -149,6 +149,8 @@ public struct BridgeMachine {
         case keepSiteRecord(NostrEvent, acknowledged: Bool)
         /// A relay acknowledged one of this stage's site records.
         case siteRecordAcknowledged(EventID)
+        /// Another stage's moderator acted: a row of this stage's audit (the site's audit is visible on every stage).
+        case auditSiteRecord(SiteRecord)
         /// The authors whose events the relay side verifies first once a relay's budget is spent.
         case priorityAuthors(Set<String>)
         /// The operator released a hidden message: its moderation-log rows are marked (who, when), and it is no

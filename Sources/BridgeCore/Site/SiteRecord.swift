@@ -207,6 +207,17 @@ public struct SiteRecord: Sendable, Equatable {
         return try UnsignedEvent(pubkey: author.publicKey, createdAt: createdAt, kind: kind, tags: tags, content: content).signed(with: author)
     }
 
+    /// The record as the console's audit names an action: `block`/`unblock`, `allow`/`unallow`, `denylist add`/`denylist
+    /// remove`, `release`/`release withdrawn`, and what it was on.
+    public var audit: (action: String, target: String) {
+        switch target {
+        case .block(let key): (on ? "block" : "unblock", key.qualified)
+        case .staff(let key): (on ? "allow" : "unallow", key.qualified)
+        case .word(let term): (on ? "denylist add" : "denylist remove", "keyword:\(term)")
+        case .release(let id): (on ? "release" : "release withdrawn", id)
+        }
+    }
+
     /// Whether `a` replaces `b` (NIP-01's order for replaceable events).
     public static func isNewer(_ a: (createdAt: Int64, id: EventID), than b: (createdAt: Int64, id: EventID)) -> Bool {
         a.createdAt > b.createdAt || (a.createdAt == b.createdAt && a.id.hex < b.id.hex)
