@@ -2,6 +2,7 @@ public import BitchatWire
 public import BotSupport
 public import BridgeCore
 import Courier
+public import Identity
 public import IdentityCache
 import Mesh
 public import MeshRuntime
@@ -51,6 +52,22 @@ public actor BridgeCoordinator {
         public var site: SiteFigures?
         /// The courier gateway's counters and sizes (nil with it off).
         public var courier: BridgeMetrics.CourierFigures?
+    }
+
+    /// What the judge does about one key now, and where it comes from when it is the site's (issue 35).
+    public struct MarksInForce: Sendable, Equatable {
+        public var blocked: Bool
+        public var staff: Bool
+        /// The site's records in force about the key (set or cleared), nil when none.
+        public var siteBlock: SiteRecord?
+        public var siteStaff: SiteRecord?
+
+        public init(blocked: Bool, staff: Bool, siteBlock: SiteRecord? = nil, siteStaff: SiteRecord? = nil) {
+            self.blocked = blocked
+            self.staff = staff
+            self.siteBlock = siteBlock
+            self.siteStaff = siteStaff
+        }
     }
 
     /// The site's records as `/metrics` shows them.
@@ -321,6 +338,14 @@ public actor BridgeCoordinator {
         let result = body()
         if reloadingBlocks { reread() }
         return result
+    }
+
+    /// What the judge does about `key` now and the site's records about it (the console's sender page).
+    public func marksInForce(_ key: IdentityKey) -> MarksInForce {
+        let judge = machine.router.judge
+        return MarksInForce(
+            blocked: judge.blocked.contains(key), staff: judge.isStaff(key),
+            siteBlock: machine.site?.record(.block(key)), siteStaff: machine.site?.record(.staff(key)))
     }
 
     /// Whether the spam filter is in shadow mode now (the console's settings page).

@@ -3,6 +3,7 @@ import BotSupport
 import Bridge
 import BridgeCore
 import Console
+import Identity
 import ModerationLog
 import Nostr
 import NostrRelay
@@ -162,6 +163,10 @@ final class CoordinatorConsoleStores: ConsoleStoreAccess {
         waits.run(timeout: Limits.wait) { [coordinator, stores] in
             await coordinator.operatorStoreWork(reloadingBlocks: changesBlocks) { body(stores) }
         } ?? nil
+    }
+
+    func marksInForce(_ key: IdentityKey) -> BridgeCoordinator.MarksInForce? {
+        waits.run(timeout: Limits.wait) { [coordinator] in await coordinator.marksInForce(key) }
     }
 
     /// Part of the listener's stop: no store work outlives it (the database closes after every service).

@@ -372,6 +372,11 @@ extension ConsoleAssets {
           $("#modlog-more").hidden = body.records.length < 50;
         }
 
+        // Where a mark in force comes from when it is the site's: which stage, who, when.
+        function siteMark(r, set, cleared) {
+          return r ? " (site: " + (r.on ? set : cleared) + " on " + r.stage + " by " + r.by + ", " + utc(r.at) + " UTC)" : "";
+        }
+
         async function loadSender() {
           const key = $("#sender-key").value.trim();
           const view = $("#sender-view"); view.replaceChildren();
@@ -380,7 +385,9 @@ extension ConsoleAssets {
             const s = await api("/api/senders/" + encodeURIComponent(key));
             const dl = el("dl");
             for (const [k, v] of [["key", s.key], ["display names", (s.display_names || []).join(", ") || "—"],
-                                  ["nickname", s.nickname || "—"], ["blocked", String(!!s.blocked)], ["allowed", String(!!s.allowed)],
+                                  ["nickname", s.nickname || "—"],
+                                  ["blocked", String(s.blocked_now !== undefined ? s.blocked_now : !!s.blocked) + siteMark(s.site && s.site.block, "blocked", "unblocked")],
+                                  ["allowed", String(s.allowed_now !== undefined ? s.allowed_now : !!s.allowed) + siteMark(s.site && s.site.allow, "allowed", "unallowed")],
                                   ["verified", String(!!s.verified)], ["note", s.notes || "—"],
                                   ["first seen", s.first_seen_ms ? utc(s.first_seen_ms / 1000) : "—"],
                                   ["last seen (day, UTC)", s.last_seen_day ? utc(s.last_seen_day * 86400).slice(0, 10) : "—"]]) {

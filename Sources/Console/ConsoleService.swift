@@ -318,6 +318,14 @@ public final class ConsoleService: Sendable {
                     ("notes", record.annotations.notes.map(JSONValue.string) ?? .null),
                 ]
             }
+            // What the bridge does now, and the site's records behind it (another stage, who, when): the identity row
+            // holds this stage's own marks only.
+            if let marks = state.stores.marksInForce(key) {
+                fields += [
+                    ("blocked_now", .bool(marks.blocked)), ("allowed_now", .bool(marks.staff)),
+                    ("site", .object([("block", Self.siteJSON(marks.siteBlock)), ("allow", Self.siteJSON(marks.siteStaff))])),
+                ]
+            }
             let names = Array(Set(verdicts.compactMap(\.displayName))).sorted()
             fields.append(("display_names", .array(names.map(JSONValue.string))))
             fields.append(("verdicts", .array(verdicts.map(\.jsonValue))))
@@ -325,6 +333,11 @@ public final class ConsoleService: Sendable {
         } catch {
             return json(500, .object([("error", .string("read failed: \(error)"))]))
         }
+    }
+
+    static func siteJSON(_ record: SiteRecord?) -> JSONValue {
+        guard let record else { return .null }
+        return .object([("on", .bool(record.on)), ("by", .string(record.by)), ("stage", .string(record.bridge)), ("at", .integer(record.createdAt))])
     }
 
     // MARK: Changes

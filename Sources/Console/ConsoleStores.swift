@@ -1,6 +1,8 @@
 public import BotStorage
 import BotSupport
 public import IdentityCache
+public import Identity
+public import Bridge
 public import ModerationLog
 import Synchronization
 
@@ -36,6 +38,13 @@ public protocol ConsoleStoreAccess: Sendable {
     /// list afterwards (a commit on the bridge's own connection does not move SQLite's `data_version`, which
     /// tells the coordinator about commits by other processes).
     func withStores<T: Sendable>(changesBlocks: Bool, _ body: @escaping @Sendable (ConsoleStores) -> T) -> T?
+    /// Whether the bridge blocks or allows `key` now, and the site's records in force about it (issue 35: a mark may
+    /// come from another stage); nil when the bridge cannot say (no bridge in this process, or no answer in time).
+    func marksInForce(_ key: IdentityKey) -> BridgeCoordinator.MarksInForce?
+}
+
+extension ConsoleStoreAccess {
+    public func marksInForce(_ key: IdentityKey) -> BridgeCoordinator.MarksInForce? { nil }
 }
 
 /// Console stores on a connection of their own, serialised by a lock: for a console that runs without a
