@@ -22,6 +22,8 @@ public struct HealthReport: Sendable, Equatable {
     public var checks: [Check]
     /// Which process this is, as its operator named it (a bridge: its nickname and geohash), when known.
     public var name: String?
+    /// The other processes this one works with, as it last heard of them (a bridge: its site's stages), when any.
+    public var site: JSONValue?
 
     public init(checks: [Check], name: String? = nil) {
         self.checks = checks
@@ -37,6 +39,7 @@ public struct HealthReport: Sendable, Equatable {
         var members: [(String, JSONValue)] = [("status", .string(isHealthy ? "ok" : "unhealthy"))]
         if let name { members.append(("name", .string(name))) }
         if !isHealthy { members.append(("reasons", .array(reasons.map(JSONValue.string)))) }
+        if let site { members.append(("site", site)) }
         members.append((
             "checks",
             .array(checks.map { .object([("name", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))]) })

@@ -73,8 +73,13 @@ public actor BridgeCoordinator {
     /// The site's records as `/metrics` shows them.
     public struct SiteFigures: Sendable, Equatable {
         public var outcomes: Tally<SiteRecordOutcome>
+        /// Blocks, staff marks, words and releases (not the stages' heartbeats).
         public var targets: Int
         public var unacknowledged: Int
+        /// Every stage's newest heartbeat (this one's included).
+        public var stages: [SiteRecord] = []
+        /// Stages heard within three heartbeats.
+        public var stagesHeard = 0
     }
 
     public enum Limits {
@@ -340,6 +345,21 @@ public actor BridgeCoordinator {
         return result
     }
 
+    /// Every stage of the site as this one last heard it (`/healthz`'s `site`, the console's health strip, `status
+    /// --site`): name, seconds since its heartbeat, whether it is heard (within three), its figures; nil without site records.
+    public func siteStages() -> JSONValue? {
+        guard let site = machine.site else { return nil }
+        let now = Double(time.nowMs()) / 1000
+        return .array(site.stages.map { record in
+            let age = max(0, now - Double(record.createdAt))
+            return .object([
+                ("stage", .string(record.bridge)), ("this", .bool(record.bridge == machine.configuration.nickname)),
+                ("seen_s_ago", .integer(Int64(age))), ("heard", .bool(age <= 3 * BridgeMachine.Limits.heartbeatInterval)),
+                ("status", record.status ?? .null),
+            ])
+        })
+    }
+
     /// What the judge does about `key` now and the site's records about it (the console's sender page).
     public func marksInForce(_ key: IdentityKey) -> MarksInForce {
         let judge = machine.router.judge
@@ -373,7 +393,13 @@ public actor BridgeCoordinator {
             sync: machine.responder?.counters ?? SyncResponderCounters(), boardPackets: machine.counters.boardPackets,
             syncStored: machine.counters.syncStored, syncWriteFailures: stores.syncJournal?.failedWrites ?? 0,
             fleetLists: machine.fleet?.outcomes ?? Tally(), boardNostr: machine.counters.boardNostr,
-            site: machine.site.map { SiteFigures(outcomes: $0.outcomes, targets: $0.records.count, unacknowledged: $0.unacknowledgedCount) },
+            site: machine.site.map { site in
+                let stages = site.stages
+                let heard = Double(time.nowMs()) / 1000 - 3 * BridgeMachine.Limits.heartbeatInterval
+                return SiteFigures(
+                    outcomes: site.outcomes, targets: site.records.count - stages.count, unacknowledged: site.unacknowledgedCount,
+                    stages: stages, stagesHeard: stages.filter { Double($0.createdAt) >= heard }.count)
+            },
             courier: machine.courierGateway.map { gateway in
                 var figures = BridgeMetrics.CourierFigures()
                 figures.counters = gateway.counters

@@ -57,6 +57,7 @@ struct RuntimeListener {
             health: {
                 var report = health.evaluate(MetricsSource.healthInputs(relays: source.pool.snapshot(), mesh: source.transport.status), now: .now)
                 report.name = name
+                report.site = waits.run(timeout: Limits.statusTimeout) { await source.coordinator.siteStages() } ?? nil
                 return report
             },
             ownerAnswers: { waits.run(timeout: Limits.statusTimeout) { await source.coordinator.heartbeat() } != nil },

@@ -21,6 +21,7 @@ enum StatusCommand {
             .value("--config", "FILE", "The configuration the bridge runs with: its http_listen (BRIDGE_* variables apply as for run)."),
             .flag("--json", "Print one JSON object: address, healthy, health (the /healthz body), metrics."),
             .flag("--all", "Also list metric series whose value is 0."),
+            .flag("--site", "Also list every stage of the site as this bridge last heard it (bridges holding the operator key)."),
         ],
         details: """
             Reads GET /healthz (200 healthy, 503 unhealthy with reasons) and GET /metrics (Prometheus text
@@ -108,6 +109,7 @@ enum StatusCommand {
             ]))
         } else {
             printSummary(listen: listen, healthy: healthy, health: health, metrics: metrics, all: args.has("--all"))
+            if args.has("--site") { printSite(health["site"]) }
         }
         if !healthy {
             let reasons = health["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -165,6 +167,23 @@ enum StatusCommand {
 }
 
 extension StatusCommand {
+    /// `--site`: one line per stage, from the bridge's `/healthz` (`site`): heard or not, when, and its figures.
+    static func printSite(_ site: JSONValue?) {
+        guard let stages = site?.arrayValue else {
+            print("Site: this bridge holds no operator key, so it makes and reads no site records (no stages to show)")
+            return
+        }
+        print("Site: \(stages.count) stage\(stages.count == 1 ? "" : "s")")
+        for stage in stages {
+            let status = stage["status"]
+            func figure(_ key: String) -> String { status?[key]?.integerValue.map(String.init) ?? "-" }
+            let name = (stage["stage"]?.stringValue ?? "?") + (stage["this"]?.boolValue == true ? " (this one)" : "")
+            let heard = stage["heard"]?.boolValue == true ? "heard" : "NOT HEARD"
+            print("  \(name.padding(toLength: 24)) \(heard) \(stage["seen_s_ago"]?.integerValue ?? 0) s ago; relays \(figure("relays")), "
+                + "mesh peers \(figure("mesh_peers")), queue \(figure("queue")), courier held \(figure("courier_held")) pending \(figure("courier_pending"))")
+        }
+    }
+
     /// The courier gateway in one line: off, or what it watches, holds and handed over (counts only).
     static func courierLine(_ metrics: MetricsSnapshot) -> String {
         guard let watched = metrics.value("bitchat_bridge_courier_watched_peers") else { return "Courier gateway: off" }

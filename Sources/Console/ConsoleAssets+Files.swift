@@ -208,6 +208,13 @@ extension ConsoleAssets {
           try {
             const h = await fetch("/healthz", { credentials: "same-origin" }).then((r) => r.json());
             for (const c of h.checks || []) item(c.ok ? "good" : "bad", c.name + ": " + (c.ok ? "ok" : "down") + (c.detail ? " — " + c.detail : ""));
+            // Every stage of the site (bridges holding the operator key): heard within three heartbeats or not.
+            for (const st of h.site || []) {
+              if (st.this) continue;
+              const f = st.status || {};
+              item(st.heard ? "good" : "bad", "stage " + st.stage + ": " + (st.heard ? "heard " : "NOT heard for ") + st.seen_s_ago + " s"
+                + (st.heard ? " ago, " + f.relays + " relays, " + f.mesh_peers + " mesh peers, queue " + f.queue : ""));
+            }
           } catch (e) { item("bad", "health: no answer"); }
           try {
             const m = await fetch("/metrics", { credentials: "same-origin" }).then((r) => r.text());

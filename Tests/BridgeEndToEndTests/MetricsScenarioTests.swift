@@ -208,6 +208,7 @@ struct MetricsScenarioTests {
         "bitchat_bridge_site_records_total": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
         "bitchat_bridge_site_records": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
         "bitchat_bridge_site_records_unacknowledged": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
+        "bitchat_bridge_site_stages": "no operator key in the data directory (SiteEndToEndTests scrapes them)",
         "bitchat_bridge_board_nostr_total": "no board post is made, so none is copied to Nostr",
     ]
 

@@ -124,6 +124,11 @@ struct SiteRecordTests {
         #expect(ledger.due(now: Self.now + 32).count == 100, "a relay back: at once")
         for event in made { _ = ledger.acknowledged(event.id) }
         #expect(ledger.unacknowledgedCount == 0 && ledger.nextDeadline == nil)
+        // A pending record replaced by a newer one of its target is not published any more (a relay refuses the older
+        // version of a replaceable event: it would stay pending for ever).
+        let older = try ledger.make(.stage("a"), on: true, by: "bridge", bridge: "a", now: Self.now + 100, author: Self.operatorKey)
+        let second = try ledger.make(.stage("a"), on: true, by: "bridge", bridge: "a", now: Self.now + 160, author: Self.operatorKey)
+        #expect(ledger.unacknowledgedCount == 1 && !ledger.acknowledged(older.id) && ledger.acknowledged(second.id))
     }
 
     @Test("the records in force this stage made are published again whenever a relay returns (a relay that lost its data has them again); others' are not")

@@ -110,7 +110,15 @@ struct SiteTests {
             let pendingA = await a.snapshot().site?.unacknowledged, pendingB = await b.snapshot().site?.unacknowledged
             return pendingA == 0 && pendingB == 0
         }))
+        // Every stage's heartbeat: stage A hears B and C, with their figures, within a minute.
+        #expect(await site.advance(until: { await a.snapshot().site?.stagesHeard == 3 }, limit: 70_000))
+        let stages = await a.snapshot().site?.stages ?? []
+        #expect(stages.map(\.bridge) == ["stage-a", "stage-b", "stage-c"])
+        #expect(stages.allSatisfy { $0.status?["relays"] == .integer(1) && $0.status?["mesh_peers"]?.integerValue != nil }, "\(stages)")
+        let health = try #require(await a.coordinator.siteStages()?.arrayValue)
+        #expect(health.count == 3 && health.allSatisfy { $0["heard"] == .bool(true) } && health.filter { $0["this"] == .bool(true) }.count == 1)
         let metrics = try await a.metrics()
+        #expect(metrics.value("bitchat_bridge_site_stages") == 3)
         #expect(metrics.value("bitchat_bridge_site_records") == 5)
         #expect((metrics.value("bitchat_bridge_site_records_total", labels: [.init("outcome", "applied")]) ?? 0) >= 5)
         #expect(metrics.value("bitchat_bridge_site_records_unacknowledged") == 0)

@@ -100,6 +100,7 @@ rows = [
                                                          target(f"sum(bitchat_bridge_site_records_unacknowledged{SEL})", "unacknowledged")],
               kind="stat"),
         panel("Site records per minute", [target(rate("bitchat_bridge_site_records_total", "outcome"), "{{outcome}}")]),
+        panel("Stages heard", [target(f"max(bitchat_bridge_site_stages{SEL})", "stages")], kind="stat"),
         panel("Uptime", [target(f"max(bitchat_bridge_uptime_seconds{SEL})", "uptime")], kind="stat", unit="s"),
     ]),
 ]

@@ -82,6 +82,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
     case siteRecordsOffered = "bitchat_bridge_site_records_total"
     case siteRecords = "bitchat_bridge_site_records"
     case siteRecordsUnacknowledged = "bitchat_bridge_site_records_unacknowledged"
+    case siteStages = "bitchat_bridge_site_stages"
     case boardNostr = "bitchat_bridge_board_nostr_total"
     case uptime = "bitchat_bridge_uptime_seconds"
     // What runs, and whether it is well (issue 23).
@@ -110,7 +111,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .relayUp, .relayAnswering, .relayState, .relayClockOffset, .queueDepth, .meshUp, .meshPeers, .meshLinks, .strangerCacheEntries,
             .blockedKeys, .moderationLogRecords, .uptime, .buildInfo, .health, .processResidentMemory, .processStartTime,
             .processOpenFDs, .processMaxFDs, .courierMail, .courierWatchedPeers, .courierSubscriptions,
-            .courierFilterTags, .siteRecords, .siteRecordsUnacknowledged:
+            .courierFilterTags, .siteRecords, .siteRecordsUnacknowledged, .siteStages:
             .gauge
         default: .counter
         }
@@ -214,6 +215,7 @@ public enum BridgeMetric: String, CaseIterable, Sendable {
         case .siteRecordsOffered: "Site moderation records offered (from relays, the store, and made here), by outcome: applied, older, ignored_author, other_site, unreadable, invalid, full."
         case .siteRecords: "Targets (blocks, staff marks, words, releases) the site's records hold on this stage (at most 20,000)."
         case .siteRecordsUnacknowledged: "Site records made on this stage that no relay has acknowledged yet (published again every 30 s and when a relay returns)."
+        case .siteStages: "Stages of the site (this one included) whose heartbeat was heard within the last 3 minutes."
         case .boardNostr: "Board posts and tombstones between the board and Nostr: kind-1 copy published, skipped (author bridged it, or not bridged), kind 5 sent, failed; carried in from another island's copy (inbound_*: relayed, stored for sync only, duplicate, hidden, rejected, undecodable, bad_signature, wrong_geohash)."
         case .uptime: "Seconds since the bridge started."
         case .buildInfo: "1, labelled with the release (version) and the commit it was built from (unknown unless the build stamped it)."
@@ -558,6 +560,7 @@ public struct BridgeMetrics: Sendable, Equatable {
             w.addEach(.siteRecordsOffered, site.outcomes.byLabel)
             w.add(.siteRecords, site.targets)
             w.add(.siteRecordsUnacknowledged, site.unacknowledged)
+            w.add(.siteStages, site.stagesHeard)
         }
         w.addEach(.boardNostr, boardNostr)
         writeCourier(&w)

@@ -1,4 +1,5 @@
 import BotSupport
+import Courier
 import Identity
 import Nostr
 
@@ -17,7 +18,9 @@ extension BridgeMachine {
             return [.log(LogLine(level, "site record not applied", [("outcome", .string(outcome.label)), ("event.id", .string(event.id.hex))]))]
         }
         var actions: [Action] = fromStore ? [] : [.keepSiteRecord(event, acknowledged: true)]
-        if !fromStore {
+        if !fromStore, case .stage = record.target {
+            actions.append(.log(LogLine(.debug, "stage heard", [("site.stage", .string(record.bridge)), ("site.created_at", .integer(record.createdAt))])))
+        } else if !fromStore {
             actions.append(.log(Self.siteLine("site record applied", record)))
             if record.bridge != configuration.nickname { actions.append(.auditSiteRecord(record)) }
         }
@@ -50,6 +53,28 @@ extension BridgeMachine {
         case .release(let id):
             guard record.on, held.item(id) != nil else { return [] }
             return release(messageID: id, by: "site:\(record.by)", now: now).actions
+        case .stage: return []
+        }
+    }
+
+    /// This stage's heartbeat, due every ``Limits/heartbeatInterval`` s while a relay is connected (and at once when one
+    /// connects after none was): what the other stages' consoles and `status --site` show about it.
+    mutating func dueHeartbeat(now: Double) -> [Action] {
+        guard var ledger = site, let author = configuration.fleet?.publisher, connectedRelays > 0, now >= nextHeartbeat else { return [] }
+        nextHeartbeat = now + Limits.heartbeatInterval
+        let status = JSONValue.object([
+            ("relays", .integer(Int64(connectedRelays))), ("mesh_peers", .integer(Int64(peers.count))),
+            ("queue", .integer(Int64(airtime.pendingCount))),
+            ("courier_held", courierGateway.map { .integer(Int64($0.heldCount)) } ?? .null),
+            ("courier_pending", courierGateway.map { .integer(Int64($0.pendingCount)) } ?? .null),
+        ])
+        let stage = configuration.nickname
+        do throws(SiteLedgerError) {
+            let event = try ledger.make(.stage(stage), on: true, by: "bridge", bridge: stage, now: now, author: author, status: status)
+            site = ledger
+            return [.keepSiteRecord(event, acknowledged: false), .publish(event)]
+        } catch {
+            return [.log(LogLine(.warning, "heartbeat not made", [("error", .string(error.description))]))]
         }
     }
 

@@ -194,6 +194,9 @@ public struct BridgeMachine {
         /// Priority authors are recomputed at most this often (seconds): senders become established at most 30 a
         /// minute, so every 5 s is prompt and costs one pass over ≤ 4,096 senders.
         public static let priorityAuthorsRefresh: Double = 5
+        /// A stage's heartbeat to the site (issue 35), seconds: the other stages see it within a minute, and call a
+        /// stage unheard after three missed.
+        public static let heartbeatInterval: Double = 60
     }
 
     public let configuration: Configuration
@@ -234,6 +237,8 @@ public struct BridgeMachine {
     var priorityDirty = true
     /// Set by ``stop(now:)``: inputs are ignored from then on, so nothing arrives after the flush.
     var stopped = false
+    /// When this stage's next heartbeat is due (the first as soon as a relay is connected).
+    var nextHeartbeat = -Double.infinity
 
     public init(router: BridgeRouter, configuration: Configuration) {
         self.router = router
@@ -297,7 +302,10 @@ public struct BridgeMachine {
         switch input {
         case .relayEvent(let event): return relayEvent(event, now: now)
         case .relaysConnected(let count):
-            if connectedRelays == 0, count > 0 { site?.relaysReturned() }
+            if connectedRelays == 0, count > 0 {
+                site?.relaysReturned()
+                nextHeartbeat = now
+            }
             connectedRelays = count
             return perform(router.relaysConnected(count > 0, now: now), now: now)
         case .mesh(let action):
@@ -311,7 +319,8 @@ public struct BridgeMachine {
             let actions = perform(airtime.tick(router: &router, now: now) + router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }
             let courierActions = (courierDeadline(now: now).map { $0 <= now } ?? false) ? courier(.deadline, now: now) : []
-            return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now) + dueSiteRecords(now: now)
+            return actions + refreshPriorityAuthors(now: now) + courierActions + dueSyncAnswers(now: now) + dueHeartbeat(now: now)
+                + dueSiteRecords(now: now)
         }
     }
 
@@ -325,6 +334,7 @@ public struct BridgeMachine {
         if let courier = courierDeadline(now: now) { next = min(next, courier) }
         if let answers = responder?.nextDue { next = min(next, Double(answers) / 1_000) }
         if let records = site?.nextDeadline { next = min(next, max(records, now)) }
+        if site != nil, connectedRelays > 0 { next = min(next, max(nextHeartbeat, now)) }
         return next
     }
 

@@ -95,6 +95,11 @@ public struct SiteLedger: Sendable {
 
     public var unacknowledgedCount: Int { pending.count }
 
+    /// Every stage's newest heartbeat, by name.
+    public var stages: [SiteRecord] {
+        records.values.filter { if case .stage = $0.target { true } else { false } }.sorted { $0.target < $1.target }
+    }
+
     /// The record in force for `target`, if any.
     public func record(_ target: SiteTarget) -> SiteRecord? { records[target] }
 
@@ -131,6 +136,14 @@ public struct SiteLedger: Sendable {
     }
 
     private mutating func apply(_ record: SiteRecord) {
+        // A pending record of this target that a newer one replaced is not published any more (a relay refuses the
+        // older version of a replaceable event, so it would stay pending for ever).
+        if let replaced = records[record.target]?.eventID, replaced != record.eventID, pending.removeValue(forKey: replaced) != nil,
+            pending.isEmpty
+        {
+            pendingOrder = []
+            nextPass = .infinity
+        }
         records[record.target] = record
         switch record.target {
         case .block(let key): blocks.record(key, on: record.on)
@@ -138,6 +151,7 @@ public struct SiteLedger: Sendable {
         case .word(let term): words.record(term, on: record.on)
         case .release(let id):
             if record.on { released.insert(id) } else { released.remove(id) }
+        case .stage: break
         }
     }
 
@@ -145,7 +159,7 @@ public struct SiteLedger: Sendable {
     /// `created_at` is `now`, or one past the record it replaces when that one is not older (a clock behind another
     /// stage's, or two actions in one second): an action always replaces what the moderator saw.
     public mutating func make(
-        _ target: SiteTarget, on: Bool, by: String, bridge: String, now: Double, author: SchnorrSecretKey
+        _ target: SiteTarget, on: Bool, by: String, bridge: String, now: Double, author: SchnorrSecretKey, status: JSONValue? = nil
     ) throws(SiteLedgerError) -> NostrEvent {
         if records[target] == nil, records.count >= Limits.maxRecords { throw .full }
         var createdAt = max(Int64(now), (records[target]?.createdAt ?? Int64.min + 1) + 1)
@@ -155,20 +169,22 @@ public struct SiteLedger: Sendable {
         let event: NostrEvent
         do {
             event = try SiteRecord.event(
-                target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, key: key, author: author)
+                target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, key: key, author: author, status: status)
         } catch {
             throw .signing(error)
         }
         stamped = createdAt == stamped.second ? (createdAt, stamped.count + 1) : (createdAt, 1)
-        apply(SiteRecord(target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, eventID: event.id))
+        apply(SiteRecord(target: target, on: on, by: by, bridge: bridge, createdAt: createdAt, eventID: event.id, status: status))
         own[target] = event
         outcomes.add(.applied)
         addPending(event, sentAt: now)
         return event
     }
 
-    /// A record of an earlier run that no relay acknowledged (the store's): offered again at the next pass.
+    /// A record of an earlier run that no relay acknowledged (the store's): offered again at the next pass, if it is
+    /// still its target's record in force.
     public mutating func restorePending(_ event: NostrEvent) {
+        guard records.values.contains(where: { $0.eventID == event.id }) else { return }
         addPending(event, sentAt: -.infinity)
         nextPass = -.infinity
     }

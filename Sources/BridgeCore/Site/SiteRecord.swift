@@ -1,5 +1,5 @@
 public import BotCrypto
-import BotSupport
+public import BotSupport
 public import Nostr
 public import Identity
 
@@ -14,10 +14,14 @@ public enum SiteTarget: Hashable, Sendable, Comparable, CustomStringConvertible 
     case word(String)
     /// A released channel message, by its Nostr event id (64 hex): carried on every stage, not hidden again.
     case release(String)
+    /// A stage's heartbeat (its name): the newest says when the stage was last heard and how it was (``SiteRecord/status``).
+    case stage(String)
 
     public enum Limits {
         /// Longest keyword: the denylist's own pattern limit.
         public static let maxWordBytes = Denylist.Limits.maxPatternBytes
+        /// Longest stage name (a bridge's nickname).
+        public static let maxStageBytes = 64
     }
 
     /// `block:nostr:<hex>`, `staff:mesh:<hex>`, `word:<term>`, `release:<event id>`.
@@ -27,6 +31,7 @@ public enum SiteTarget: Hashable, Sendable, Comparable, CustomStringConvertible 
         case .staff(let key): "staff:\(key.qualified)"
         case .word(let term): "word:\(term)"
         case .release(let id): "release:\(id)"
+        case .stage(let name): "stage:\(name)"
         }
     }
 
@@ -45,8 +50,11 @@ public enum SiteTarget: Hashable, Sendable, Comparable, CustomStringConvertible 
                 throw .badPayload("release target is not a 64-hex event id")
             }
             self = .release(value)
+        case "stage":
+            guard !value.isEmpty, value.utf8.count <= Limits.maxStageBytes else { throw .badPayload("a stage name must be 1–\(Limits.maxStageBytes) bytes") }
+            self = .stage(value)
         default:
-            throw .badPayload("target kind '\(kind.prefix(20))' is not block, staff, word or release")
+            throw .badPayload("target kind '\(kind.prefix(20))' is not block, staff, word, release or stage")
         }
     }
 
@@ -165,14 +173,18 @@ public struct SiteRecord: Sendable, Equatable {
     public let bridge: String
     public let createdAt: Int64
     public let eventID: EventID
+    /// A stage's heartbeat: its figures (`relays`, `mesh_peers`, `queue`, `courier_held`, `courier_pending`); nil for
+    /// every other record.
+    public let status: JSONValue?
 
-    public init(target: SiteTarget, on: Bool, by: String, bridge: String, createdAt: Int64, eventID: EventID) {
+    public init(target: SiteTarget, on: Bool, by: String, bridge: String, createdAt: Int64, eventID: EventID, status: JSONValue? = nil) {
         self.target = target
         self.on = on
         self.by = by
         self.bridge = bridge
         self.createdAt = createdAt
         self.eventID = eventID
+        self.status = status
     }
 
     /// Reads a verified `event` as a record of `key`'s site by one of `operators`.
@@ -191,17 +203,22 @@ public struct SiteRecord: Sendable, Equatable {
         guard case .string(let by)? = payload["by"], case .string(let bridge)? = payload["bridge"] else { throw .badPayload("no by or bridge") }
         let target = try SiteTarget(parsing: targetText)
         guard key.address(target) == address[1] else { throw .addressMismatch }
-        self.init(target: target, on: on, by: by, bridge: bridge, createdAt: event.createdAt, eventID: event.id)
+        var status: JSONValue?
+        if case .stage = target, case .object? = payload["status"] { status = payload["status"] }
+        self.init(target: target, on: on, by: by, bridge: bridge, createdAt: event.createdAt, eventID: event.id, status: status)
     }
 
     /// The signed event for an action.
     public static func event(
-        target: SiteTarget, on: Bool, by: String, bridge: String, createdAt: Int64, key: SiteKey, author: SchnorrSecretKey
+        target: SiteTarget, on: Bool, by: String, bridge: String, createdAt: Int64, key: SiteKey, author: SchnorrSecretKey,
+        status: JSONValue? = nil
     ) throws(CryptoError) -> NostrEvent {
         let address = key.address(target)
-        let payload = JSONValue.object([
+        var members: [(String, JSONValue)] = [
             ("v", .integer(1)), ("target", .string(target.description)), ("on", .bool(on)), ("by", .string(by)), ("bridge", .string(bridge)),
-        ])
+        ]
+        if let status { members.append(("status", status)) }
+        let payload = JSONValue.object(members)
         let content = try key.seal(Array(JSONWriter.compact(payload).utf8), address: address)
         let tags = [[Tag.address, address], [Tag.site, key.site]]
         return try UnsignedEvent(pubkey: author.publicKey, createdAt: createdAt, kind: kind, tags: tags, content: content).signed(with: author)
@@ -215,6 +232,7 @@ public struct SiteRecord: Sendable, Equatable {
         case .staff(let key): (on ? "allow" : "unallow", key.qualified)
         case .word(let term): (on ? "denylist add" : "denylist remove", "keyword:\(term)")
         case .release(let id): (on ? "release" : "release withdrawn", id)
+        case .stage(let name): ("heartbeat", name)
         }
     }
 
