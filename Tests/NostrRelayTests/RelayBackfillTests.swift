@@ -19,6 +19,19 @@ struct RelayBackfillTests {
             .signed(with: operatorKey, auxiliaryRandomness: [UInt8](repeating: 0, count: 32))
     }
 
+    /// A pool with one relay, connected, subscribed to the site's records as a trusted subscription (the ±900 s window on).
+    func connected() throws -> (RelayPoolCore, FakeTransport, ConnectionID) {
+        let transport = FakeTransport()
+        var core = try RelayPoolCore(
+            relayURLs: ["ws://127.0.0.1:1"], configuration: .init(freshnessWindow: 900, jitterUnit: { 0 }), transport: transport)
+        _ = core.start(now: t0)
+        let connection = try #require(transport.lastOpened)
+        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
+        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
+        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        return (core, transport, connection)
+    }
+
     /// Hands `events` to the core as the relay's EVENT frames, verifies them as the workers would, then the EOSE.
     func page(_ core: inout RelayPoolCore, _ connection: ConnectionID, _ events: [NostrEvent]) -> [RelayPoolEvent] {
         var out: [RelayPoolEvent] = []
@@ -31,14 +44,7 @@ struct RelayBackfillTests {
 
     @Test("pages by until while a page reaches further back, then asks once more with limit 1 to stay live; old records pass the freshness window")
     func pagesBackByUntil() throws {
-        let transport = FakeTransport()
-        var core = try RelayPoolCore(
-            relayURLs: ["ws://127.0.0.1:1"], configuration: .init(freshnessWindow: 900, jitterUnit: { 0 }), transport: transport)
-        _ = core.start(now: t0)
-        let connection = try #require(transport.lastOpened)
-        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
-        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
-        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        var (core, transport, connection) = try connected()
         // A relay that caps at 3: records a day old, stamped 2 a second.
         let old = Self.unix - 86_400
         let records = (0..<7).map { Self.record($0, at: old + Int64($0 / 2)) }  // seconds old+0 … old+3
@@ -57,13 +63,7 @@ struct RelayBackfillTests {
 
     @Test("refreshed every minute for the last 15 minutes, paged the same way")
     func refreshes() throws {
-        let transport = FakeTransport()
-        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
-        _ = core.start(now: t0)
-        let connection = try #require(transport.lastOpened)
-        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
-        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
-        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        var (core, transport, connection) = try connected()
         _ = page(&core, connection, [])
         let before = transport.sent(to: connection).count
         // The relay answers now and then (a connection silent for 45 s would be closed).
@@ -82,13 +82,7 @@ struct RelayBackfillTests {
 
     @Test("a record the report stream dropped for a slow consumer comes again: forgotten by the dedup, the backfill runs again 2 s after it ended")
     func lostRecordsComeAgain() throws {
-        let transport = FakeTransport()
-        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
-        _ = core.start(now: t0)
-        let connection = try #require(transport.lastOpened)
-        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
-        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
-        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        var (core, transport, connection) = try connected()
         let records = [Self.record(1, at: Self.unix - 10), Self.record(0, at: Self.unix - 20)]  // newest first, as relays answer
         let first = page(&core, connection, records)
         let lost = try #require(first.first { if case .event(let event, _, _) = $0 { event.id == records[0].id } else { false } })
@@ -105,13 +99,7 @@ struct RelayBackfillTests {
 
     @Test("a record lost live (no backfill under way) brings a backfill 2 s later")
     func lostLive() throws {
-        let transport = FakeTransport()
-        var core = try RelayPoolCore(relayURLs: ["ws://127.0.0.1:1"], configuration: .init(jitterUnit: { 0 }), transport: transport)
-        _ = core.start(now: t0)
-        let connection = try #require(transport.lastOpened)
-        let filter = NostrFilter(authors: [Self.operatorKey.publicKey.hex], kinds: [30078], tags: ["s": ["site"]])
-        core.subscribe(id: "site", filters: [filter], lookback: nil, trusted: true, now: t0, unixNow: Self.unix)
-        _ = core.handle(.opened(connection), now: t0, unixNow: Self.unix)
+        var (core, transport, connection) = try connected()
         _ = page(&core, connection, [])
         let live = Self.record(3, at: Self.unix)
         var reports = core.handle(.text(connection, Array(#"["EVENT","site",\#(live.json)]"#.utf8)), now: t0, unixNow: Self.unix)
