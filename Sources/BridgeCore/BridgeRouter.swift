@@ -218,6 +218,11 @@ public struct BridgeRouter {
 
     public mutating func setStaff(_ keys: Set<IdentityKey>) { judge.setStaff(keys) }
 
+    /// One key's block or staff mark (``BridgeJudge/mark(_:blocked:)``).
+    public mutating func mark(_ key: IdentityKey, blocked: Bool) { judge.mark(key, blocked: blocked) }
+
+    public mutating func mark(_ key: IdentityKey, staff: Bool) { judge.mark(key, staff: staff) }
+
     public mutating func setShadowMode(_ on: Bool) { judge.setShadowMode(on) }
 
     /// New spam limits (``BridgeJudge/setSpamConfig(_:)``).

@@ -235,7 +235,6 @@ public final class RelayPool: Sendable {
         var overflow: [Int] = []
         let reports = try shared.withLock { shared throws(E) in
             let reports = try body(&shared)
-            rearm(&shared)
             for report in reports {
                 if case .dropped(let lost) = continuation.yield(report) {
                     shared.core.reportLost(lost, now: .now)
@@ -243,6 +242,8 @@ public final class RelayPool: Sendable {
                     if RelayPoolCore.isReported(total) { overflow.append(total) }
                 }
             }
+            // After the reports: a trusted event lost on the way schedules a backfill (``RelayPoolCore/reportLost``).
+            rearm(&shared)
             return reports
         }
         log(reports)

@@ -72,6 +72,15 @@ public struct BridgeJudge: Sendable {
 
     public mutating func setStaff(_ keys: Set<IdentityKey>) { staff = keys }
 
+    /// One key blocked or not, staff or not (a site record: O(1), where a whole list costs O(n) for each of thousands).
+    public mutating func mark(_ key: IdentityKey, blocked on: Bool) {
+        if on { blocked.insert(key) } else { blocked.remove(key) }
+    }
+
+    public mutating func mark(_ key: IdentityKey, staff on: Bool) {
+        if on { staff.insert(key) } else { staff.remove(key) }
+    }
+
     public func isStaff(_ key: IdentityKey?) -> Bool { key.map(staff.contains) ?? false }
 
     public mutating func setShadowMode(_ on: Bool) { policy.setShadowMode(on) }

@@ -43,12 +43,17 @@ extension BridgeMachine {
     }
 
     private mutating func siteRecordInForce(_ record: SiteRecord, now: Double) -> [Action] {
+        // A key's record decides that key whatever the lists say (``applyJudgeLists()`` computes the same), so one key
+        // changes in the judge: a catch-up of 20,000 records costs 20,000 small steps, not 20,000 whole lists.
         switch record.target {
-        case .block, .word:
+        case .block(let key):
+            router.mark(key, blocked: record.on)
+            return []
+        case .word:
             applyJudgeLists()
             return []
-        case .staff:
-            applyJudgeLists()
+        case .staff(let key):
+            router.mark(key, staff: record.on)
             return refreshPriorityAuthors(now: now, operatorChange: true)
         case .release(let id):
             guard record.on, held.item(id) != nil else { return [] }
