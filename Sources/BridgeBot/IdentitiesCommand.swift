@@ -135,7 +135,8 @@ enum IdentitiesCommand {
         let action = site.map { (target: $0.0, on: $0.1, by: CLIAudit.principal) }
         guard !ControlSocket.notifyStoresChanged(dataDirectory: dataDirectory, site: action) else { return }
         printError("warning: no bridge runs on \(dataDirectory): the change is stored there and takes effect when a bridge "
-            + "starts on it; if you meant a running bridge, check --data-dir (or BRIDGE_DATA_DIR)")
+            + "starts on it, on that stage only (site records are made by a running bridge); if you meant a running bridge, "
+            + "check --data-dir (or BRIDGE_DATA_DIR)")
     }
 
     /// Opens the database and the cache over it, with the policy file (when readable).
