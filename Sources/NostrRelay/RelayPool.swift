@@ -158,6 +158,16 @@ public final class RelayPool: Sendable {
     fileprivate func receive(_ event: WebSocketEvent) {
         let unix = unixNow()
         guard case .text(let connection, let frame) = event else {
+            if case .timer = event {
+                // The armed timer has fired: whatever the tick does, the next deadline is armed afresh. (lws may fire a
+                // few microseconds early; the tick then finds nothing due, the deadline is unchanged, and ``rearm(_:)``
+                // skipped it as already armed — a relay stayed in backoff with "next attempt in 0 s" for 10–30 s.)
+                applyShared { shared in
+                    shared.armed = nil
+                    return shared.core.handle(event, now: .now, unixNow: unix)
+                }
+                return
+            }
             apply { $0.handle(event, now: .now, unixNow: unix) }
             return
         }
