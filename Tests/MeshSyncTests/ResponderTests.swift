@@ -133,6 +133,28 @@ struct ResponderTests {
         #expect((try? MeshPacket.decode(answer2.frames[0]).type) == .announce)
     }
 
+    @Test("a message never goes without its sender's announce ahead of it: a filter that holds the announce (or a false positive) and a request for messages alone still get it; none when no message is due")
+    func announceAheadOfMessages() throws {
+        var responder = SyncResponder()
+        let now = t0 + 60_000
+        let announce = try #require(gossip.packets(.announce, now: now).first)
+        let messages = gossip.packets(.message, now: now)
+        // The filter holds the announce and 15 messages: 5 messages are due, and the announce goes before them.
+        let holds = [announce] + messages.suffix(15)
+        let request = RequestSyncPayload.build(types: .publicMessages, candidates: holds.map { ($0.id, $0.timestamp) })
+        let answer = responder.answer(input(alice.request(request, at: now, to: bridgeID)), gossip: gossip, board: board, now: now)
+        let types = try answer.frames.map { try MeshPacket.decode($0).type }
+        #expect(types == [.announce] + Array(repeating: .message, count: 5), "the announce first, then the 5 messages it lacks")
+        #expect(responder.counters.replies[.covered] == 15, "the announce sent is not counted as held")
+        // Messages alone asked: the announce still goes first.
+        let messagesOnly = RequestSyncPayload.build(types: .message, candidates: messages.suffix(18).map { ($0.id, $0.timestamp) })
+        let second = responder.answer(input(alice.request(messagesOnly, at: now + 1, to: bridgeID)), gossip: gossip, board: board, now: now + 1)
+        #expect(try second.frames.map { try MeshPacket.decode($0).type } == [.announce, .message, .message])
+        // Nothing due: no announce either.
+        let all = RequestSyncPayload.build(types: .publicMessages, candidates: holds.map { ($0.id, $0.timestamp) } + messages.prefix(5).map { ($0.id, $0.timestamp) })
+        #expect(responder.answer(input(alice.request(all, at: now + 2, to: bridgeID)), gossip: gossip, board: board, now: now + 2).frames.isEmpty)
+    }
+
     @Test("board round: types 00 01 gets posts and tombstones only; a filter listing them gets nothing")
     func boardRound() {
         var responder = SyncResponder()
