@@ -78,6 +78,7 @@ struct RuntimeStores: @unchecked Sendable {
             let recent = try RecentEventStore(database: database)
             let identities = PeerIdentityCache(store: try SQLiteIdentityStore(database: database), logger: logger.child("identities"))
             let moderationLog = try ModerationLog(database: database, config: modlogConfig, logger: logger.child("modlog"))
+            try ExportedBridgeName.store(config.nickname, in: database)
             var stores = BridgeStores(
                 recent: recent, identities: identities, uplinks: try UplinkStore(database: database), moderationLog: moderationLog,
                 externalChanges: database, syncJournal: try SQLiteSyncJournal(database: database),

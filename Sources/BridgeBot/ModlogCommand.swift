@@ -1,5 +1,7 @@
 import BridgeApp
+import BotStorage
 import BotSupport
+import Console
 import Identity
 import ModerationLog
 import SpamFilter
@@ -40,12 +42,13 @@ enum ModlogCommand {
 
     static let exportSpec = CommandSpec(
         path: "modlog export",
-        summary: "Export the moderation log for an incident report: records judged in a time range, oldest first.",
+        summary: "Export the moderation log for an incident report: hidden messages and the site's actions in a time range, oldest first.",
         options: [
             .required("--since", "TIME", "Start of the range, inclusive."),
             .value("--until", "TIME", "End of the range, exclusive (default: now)."),
             .value("--format", "FORMAT", "jsonl (one JSON object a line, default) or csv (RFC 4180, with a header)."),
             .flag("--redact-text", "Leave the message text out (its SHA-256 stays, so copies still match)."),
+            .flag("--no-actions", "Hidden messages only: leave the site's actions out (another stage's rows for a site's report)."),
             .value("--output", "FILE", "Write to FILE (created mode 0600) instead of standard output."),
             .value("--data-dir", "DIR", "Data directory (default: $BRIDGE_DATA_DIR, else ~/.local/share/bitchat-bridge)."),
         ],
@@ -53,6 +56,10 @@ enum ModlogCommand {
             TIME is 2026-12-01 (midnight UTC), 2026-12-01T10:00:00Z (or with ±HH:MM; no zone means UTC), @UNIX-SECONDS,
             now, or a duration ago (90s, 10m, 1h, 2d, 1w). A bad time or an empty range exits 64 naming the option.
             CSV cells of free text that a spreadsheet would run as a formula (=, +, -, @ first) get a leading '.
+            Every row names its bridge (the nickname of the stage that hid the message or made the action). Among the
+            hidden messages (record "hidden"), in time order, go the site's moderation actions (record "action": block,
+            allow, denylist, release, settings, … with who acted): this bridge's own, from the console and the CLI, and,
+            with site records on, every other stage's of the site.
             """)
 
     static let releaseSpec = CommandSpec(
@@ -137,22 +144,45 @@ enum ModlogCommand {
         let separator = format == .csv ? "\r\n" : "\n"
         if format == .csv { try output.write(ModerationExport.csvHeader + separator) }
         var writeError: CommandExit?
+        func write(_ line: String) {
+            guard writeError == nil else { return }
+            do throws(CommandExit) { try output.write(line + separator) } catch { writeError = error }
+        }
         let count: Int
+        var actions: ArraySlice<ModerationExportAction> = []
+        var actionCount = 0
         do {
-            let log = try ModerationLog(path: path, config: ModerationLogConfig(), logger: nil)
-            count = try log.forEachRecord(since: range.since, until: range.until) { record in
-                guard writeError == nil else { return }
-                let line = format == .csv
-                    ? ModerationExport.csvRow(record, redactText: redact) : ModerationExport.jsonLine(record, redactText: redact)
-                do throws(CommandExit) { try output.write(line + separator) } catch { writeError = error }
+            let database = try SQLiteDatabase(path: path)
+            let bridge = try ExportedBridgeName.load(from: database) ?? ""
+            // The site's actions (this stage's and, as rows of its audit, every other stage's) in time order among the
+            // hidden messages: one report (issue 35).
+            if !args.has("--no-actions") {
+                actions = try ConsoleAudit(database: database).entries(since: range.since, until: range.until)
+                    .compactMap { $0.exportAction(bridge: bridge) }[...]
             }
+            actionCount = actions.count
+            func writeActions(before time: Double) {
+                while let next = actions.first, next.at < time {
+                    write(format == .csv ? ModerationExport.csvRow(next) : ModerationExport.jsonLine(next))
+                    actions.removeFirst()
+                }
+            }
+            let log = try ModerationLog(database: database, config: ModerationLogConfig(), logger: nil)
+            count = try log.forEachRecord(since: range.since, until: range.until) { record in
+                writeActions(before: record.judgedAt)
+                write(format == .csv
+                    ? ModerationExport.csvRow(record, redactText: redact, bridge: bridge)
+                    : ModerationExport.jsonLine(record, redactText: redact, bridge: bridge))
+            }
+            writeActions(before: .infinity)
         } catch {
-            throw .failure(error.description)
+            throw .failure("\(error)")
         }
         if let writeError { throw writeError }
         printError(
-            "modlog export: \(count) record\(count == 1 ? "" : "s") from \(ModerationExport.utcTimestamp(range.since)) until "
-                + "\(ModerationExport.utcTimestamp(range.until))\(redact ? ", text redacted" : "")")
+            "modlog export: \(count) hidden record\(count == 1 ? "" : "s") and \(actionCount) action\(actionCount == 1 ? "" : "s") "
+                + "from \(ModerationExport.utcTimestamp(range.since)) until \(ModerationExport.utcTimestamp(range.until))"
+                + "\(redact ? ", text redacted" : "")")
     }
 
     /// Standard output or a file, written in full (a short write is retried, an error named).

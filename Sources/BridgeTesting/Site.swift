@@ -98,6 +98,15 @@ public final class Site: @unchecked Sendable {
         return bridge
     }
 
+    /// A stage of a site with site records (issue 35): a bridge on an island of its own, holding the operator key
+    /// `operatorSecret` in its data directory (as `operator.key`) and following that key's records.
+    public func stage(_ name: String, relay: LoopbackRelay, operatorSecret: [UInt8]) async throws -> TestBridge {
+        let operatorKey = try SchnorrSecretKey(bytes: operatorSecret)
+        try FileIO.makeDirectory(directory + "/" + name, mode: 0o700)
+        try FileIO.writeAtomically(Array(Hex.encode(operatorSecret).utf8), to: directory + "/\(name)/" + OperatorKeys.secretFileName, mode: 0o600)
+        return try await bridge(name, relays: [relay], segments: [segment()], settings: ["BRIDGE_OPERATOR_KEYS": operatorKey.publicKey.hex])
+    }
+
     /// A Nostr user posting to the channel (its key derived from `name`, as a phone derives its channel key).
     public func poster(_ name: String) -> Poster { Poster(name: name, site: self) }
 

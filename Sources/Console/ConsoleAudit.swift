@@ -2,6 +2,7 @@ public import BotStorage
 public import BotSupport
 public import Bridge
 public import BridgeCore
+public import ModerationLog
 
 /// One console action: when, what, on what, from where, and whether it was done.
 public struct ConsoleAuditEntry: Sendable, Equatable {
@@ -34,6 +35,16 @@ public struct ConsoleAuditEntry: Sendable, Equatable {
             ("id", id.map(JSONValue.integer) ?? .null), ("at", .double(at)), ("action", .string(action)), ("target", .string(target)),
             ("remote", .string(remote)), ("outcome", .string(outcome)), ("principal", .string(principal)),
         ])
+    }
+}
+
+extension ConsoleAuditEntry {
+    /// The row as an action of an export (`modlog export`), when it is one: done (`ok`), and not a sign-in or
+    /// sign-out. `bridge` names this stage; another stage's row (`remote` `stage:NAME`) names its own.
+    public func exportAction(bridge: String) -> ModerationExportAction? {
+        guard outcome == "ok", !["login", "logout"].contains(action) else { return nil }
+        let stage = remote.hasPrefix("stage:") ? String(remote.dropFirst("stage:".count)) : bridge
+        return ModerationExportAction(at: at, bridge: stage, action: action, target: target, by: principal)
     }
 }
 
@@ -95,14 +106,23 @@ public final class ConsoleAudit {
         return id
     }
 
+    /// The rows made in `[since, until)`, oldest first (at most ``Limits/maxEntries`` are kept).
+    public func entries(since: Double, until: Double) throws(SQLiteError) -> [ConsoleAuditEntry] {
+        try database.prepare(
+            "SELECT id, at, action, target, remote, outcome, principal FROM console_audit WHERE at >= ? AND at < ? ORDER BY at, id"
+        ).query([.real(since), .real(until)], row: Self.entry)
+    }
+
+    static func entry(_ row: SQLiteStatement) -> ConsoleAuditEntry {
+        ConsoleAuditEntry(
+            id: row.int64(0), at: row.double(1), action: row.text(2), target: row.text(3), remote: row.text(4), outcome: row.text(5),
+            principal: row.text(6))
+    }
+
     /// Newest first, at most `limit`, optionally before row `beforeID` (paging).
     public func recent(limit: Int, beforeID: Int64? = nil) throws(SQLiteError) -> [ConsoleAuditEntry] {
         try database.prepare(
             "SELECT id, at, action, target, remote, outcome, principal FROM console_audit WHERE id < ? ORDER BY id DESC LIMIT ?"
-        ).query([.integer(beforeID ?? Int64.max), .integer(Int64(max(0, min(limit, 1000))))]) { row in
-            ConsoleAuditEntry(
-                id: row.int64(0), at: row.double(1), action: row.text(2), target: row.text(3), remote: row.text(4), outcome: row.text(5),
-                principal: row.text(6))
-        }
+        ).query([.integer(beforeID ?? Int64.max), .integer(Int64(max(0, min(limit, 1000))))], row: Self.entry)
     }
 }

@@ -56,12 +56,38 @@ public struct ModerationExportRange: Sendable, Equatable {
     }
 }
 
+/// A moderation action in an export (issue 35: one report for the site): a block, a staff mark, a denylist word, a
+/// release, a settings change — made on this bridge (console, CLI) or on another stage of the site (its site record,
+/// a row of this bridge's audit) — with the stage that made it and who acted there.
+public struct ModerationExportAction: Sendable, Equatable {
+    /// Unix seconds.
+    public var at: Double
+    /// The stage that made it (its nickname).
+    public var bridge: String
+    /// `block`, `unblock`, `allow`, `denylist add`, `release`, …
+    public var action: String
+    public var target: String
+    /// Who acted (`session:ana`, `cli:ops`, …).
+    public var by: String
+
+    public init(at: Double, bridge: String, action: String, target: String, by: String) {
+        self.at = at
+        self.bridge = bridge
+        self.action = action
+        self.target = target
+        self.by = by
+    }
+}
+
 /// The export codecs: pure, so the CSV quoting and redaction are tested without the CLI.
 public enum ModerationExport {
-    /// The CSV columns, in order.
+    /// The CSV columns, in order. A hidden message's row fills the first sixteen, `record` (`hidden`) and `bridge`; an
+    /// action's row (``ModerationExportAction``) fills `judged_at_utc`/`judged_at` with when it was made, `record`
+    /// (`action`), `bridge`, `action`, `target` and `by`.
     public static let csvColumns = [
         "id", "judged_at_utc", "judged_at", "direction", "channel", "sender", "display_name", "message_id",
         "message_timestamp", "rule", "shadow", "figures", "text", "text_sha256", "released_at_utc", "released_by",
+        "record", "bridge", "action", "target", "by",
     ]
 
     /// The record with its text removed when `redactText` (the SHA-256 stays, so copies can still be matched).
@@ -71,27 +97,47 @@ public enum ModerationExport {
         return record
     }
 
-    /// One JSON line (no trailing newline).
-    public static func jsonLine(_ record: ModerationRecord, redactText: Bool) -> String {
+    /// One JSON line (no trailing newline): the record's fields, `judged_at_utc`, `record` (`hidden`) and `bridge`.
+    public static func jsonLine(_ record: ModerationRecord, redactText: Bool, bridge: String = "") -> String {
         let r = prepared(record, redactText: redactText)
         var members = r.jsonValue.objectValue ?? []
         let at = members.firstIndex { $0.0 == "judged_at" }.map { $0 + 1 } ?? 0
         members.insert(("judged_at_utc", .string(utcTimestamp(r.judgedAt))), at: at)
         if redactText { members.append(("text_redacted", .bool(true))) }
+        members += [("record", .string("hidden")), ("bridge", .string(bridge))]
         return JSONWriter.compact(.object(members))
+    }
+
+    /// One JSON line for a moderation action: `record` (`action`), `bridge`, `at`, `at_utc`, `action`, `target`, `by`.
+    public static func jsonLine(_ action: ModerationExportAction) -> String {
+        JSONWriter.compact(.object([
+            ("record", .string("action")), ("bridge", .string(action.bridge)), ("at", .double(action.at)),
+            ("at_utc", .string(utcTimestamp(action.at))), ("action", .string(action.action)), ("target", .string(action.target)),
+            ("by", .string(action.by)),
+        ]))
+    }
+
+    /// One CSV row for a moderation action (the columns ``csvColumns`` names; a hidden message's own are empty).
+    public static func csvRow(_ action: ModerationExportAction) -> String {
+        var cells = [String](repeating: "", count: csvColumns.count)
+        cells[1] = utcTimestamp(action.at)
+        cells[2] = number(action.at)
+        cells[16...] = ["action", neutralised(action.bridge), neutralised(action.action), neutralised(action.target), neutralised(action.by)]
+        return cells.map(csvField).joined(separator: ",")
     }
 
     /// The CSV header line (no trailing newline).
     public static var csvHeader: String { csvColumns.joined(separator: ",") }
 
     /// One CSV row (no trailing newline; rows are separated by CRLF as RFC 4180 says).
-    public static func csvRow(_ record: ModerationRecord, redactText: Bool) -> String {
+    public static func csvRow(_ record: ModerationRecord, redactText: Bool, bridge: String = "") -> String {
         let r = prepared(record, redactText: redactText)
         let cells: [String] = [
             r.id.map(String.init) ?? "", utcTimestamp(r.judgedAt), number(r.judgedAt), r.direction.rawValue,
             neutralised(r.channel), neutralised(r.senderKey), r.displayName.map(neutralised) ?? "", neutralised(r.messageID),
             number(r.messageTimestamp), r.rule.label, r.shadow ? "true" : "false", JSONWriter.compact(r.figures),
             r.text.map(neutralised) ?? "", r.textSHA256, r.releasedAt.map(utcTimestamp) ?? "", r.releasedBy.map(neutralised) ?? "",
+            "hidden", neutralised(bridge), "", "", "",
         ]
         return cells.map(csvField).joined(separator: ",")
     }

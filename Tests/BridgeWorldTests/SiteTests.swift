@@ -17,10 +17,7 @@ struct SiteTests {
     static let secret = [UInt8](repeating: 91, count: 32)
 
     static func stage(_ site: Site, _ name: String, relay: LoopbackRelay) async throws -> TestBridge {
-        let operatorKey = try SchnorrSecretKey(bytes: secret)
-        try FileIO.makeDirectory(site.directory + "/" + name, mode: 0o700)
-        try FileIO.writeAtomically(Array(Hex.encode(secret).utf8), to: site.directory + "/\(name)/" + OperatorKeys.secretFileName, mode: 0o600)
-        return try await site.bridge(name, relays: [relay], segments: [site.segment()], settings: ["BRIDGE_OPERATOR_KEYS": operatorKey.publicKey.hex])
+        try await site.stage(name, relay: relay, operatorSecret: secret)
     }
 
     static func applied(_ bridge: TestBridge, _ target: SiteTarget, on: Bool) async -> LogRecord? {

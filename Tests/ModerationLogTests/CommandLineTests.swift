@@ -204,7 +204,7 @@ struct CommandLineTests {
         let out = try lines(jsonl.stdout)
         #expect(out.map { $0["message_id"] } == [.string("id0"), .string("id1")], "oldest first, until exclusive")
         #expect(out[0]["text"] == .string("buy, \"now\" 0"))
-        #expect(jsonl.stderr.contains("2 records"))
+        #expect(jsonl.stderr.contains("2 hidden records and 0 actions"), "\(jsonl.stderr)")
         let csv = try run(["modlog", "export", "--since", "2025-06-15", "--format", "csv", "--redact-text"] + dir)
         #expect(csv.status == 0, "\(csv.stderr)")
         let rows = csv.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }

@@ -73,6 +73,22 @@ struct ExportTests {
         #expect(cells["shadow"] == "false" && cells["rule"] == "crossUserCopy" && cells["direction"] == "nostr-to-mesh")
     }
 
+    @Test("an action's row: when, record action, bridge, action, target, by — a hidden message's own cells empty; formula-looking cells neutralised")
+    func actionRows() throws {
+        let action = ModerationExportAction(at: 1_750_000_000, bridge: "stage-b", action: "denylist add", target: "=keyword:x", by: "session:ana")
+        let row = parseCSV(ModerationExport.csvRow(action))[0]
+        #expect(row.count == ModerationExport.csvColumns.count)
+        let cells = Dictionary(uniqueKeysWithValues: zip(ModerationExport.csvColumns, row))
+        #expect(cells["judged_at_utc"] == "2025-06-15T15:06:40Z" && cells["record"] == "action" && cells["bridge"] == "stage-b")
+        #expect(cells["action"] == "denylist add" && cells["target"] == "'=keyword:x" && cells["by"] == "session:ana")
+        #expect(cells["id"] == "" && cells["rule"] == "" && cells["text"] == "")
+        let json = try JSONParser().parse(ModerationExport.jsonLine(action))
+        #expect(json["record"] == .string("action") && json["bridge"] == .string("stage-b") && json["at_utc"] == .string("2025-06-15T15:06:40Z"))
+        #expect(json["target"] == .string("=keyword:x"), "JSON is not a spreadsheet: as it is")
+        let hidden = try JSONParser().parse(ModerationExport.jsonLine(record(text: "x"), redactText: false, bridge: "stage-a"))
+        #expect(hidden["record"] == .string("hidden") && hidden["bridge"] == .string("stage-a"))
+    }
+
     @Test func formulaTextIsNeutralisedInCSVButNotInJSON() {
         let row = parseCSV(ModerationExport.csvRow(record(text: "=HYPERLINK(\"http://x\")", displayName: "@admin"), redactText: false))[0]
         let cells = Dictionary(uniqueKeysWithValues: zip(ModerationExport.csvColumns, row))
