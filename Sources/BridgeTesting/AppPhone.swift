@@ -34,6 +34,9 @@ public final class AppPhone: Sendable {
         running.withLock { $0 = Task { await node.run() } }
     }
 
+    /// Returns once the phone's node has taken every frame that reached it.
+    public func drained() async { await transport.events.drained() }
+
     /// Says `text` in the public chat.
     public func say(_ text: String) async { await node.submit(.sendPublicMessage(text)) }
 

@@ -132,6 +132,21 @@ struct AppBehaviourTests {
         let link = site.bleLink()
         let bridge = try await site.bridge(
             "bridge", relays: [relay], segments: [island, link], settings: ["BRIDGE_RENDEZVOUS": "off", "BRIDGE_CHANNEL_LEVELS": "none"])
+        var late: AppPhone?
+        // Every step waits on the world — the bridge's inbound and its work, then the late phone's inbound — so the
+        // clock never runs past frames on their way: a persona's line aired minutes late (by the clock) reached the late
+        // phone without its announce, and a sync reply landing after its request's 30 s window was dropped (invalid RSR)
+        // while the rest of it, landing after the next request, passed without its announce (~1 run in 60 alone).
+        func settled() async -> Int {
+            await bridge.transport.events.drained()
+            _ = try? await bridge.metrics()
+            guard let late else { return 0 }
+            await late.drained()
+            return await late.model.report.shown.count
+        }
+        func advance(by ms: UInt64, step: UInt64 = 250) async {
+            _ = await site.advance(until: { _ = await settled(); return false }, limit: ms, step: step)
+        }
         // A phone says three lines and goes (no leave: it walked out of range); a channel author says two.
         let early = await site.phone("early", on: [island])
         #expect(await early.meets(bridge))
@@ -139,25 +154,28 @@ struct AppBehaviourTests {
         for text in ["meet at the big tree", "the bar is open again", "anyone got a lighter"] {
             said.append(await early.say(text))
             #expect(await bridge.verdict(on: said.last!)?.kind == .passed)
-            await site.advance(by: 2_000)
+            await advance(by: 2_000)
         }
         await early.leave()
         let author = try Author("late", nickname: "dj")
         for text in ["doors open at nine tonight", "the headliner starts in ten minutes"] {
             try await author.post(text, at: site, to: relay, judgedBy: bridge)
-            await site.advance(by: 15_000)
+            await advance(by: 15_000)
         }
         // Past the 60 s the apps keep an announce for sync, but within what they accept (iOS 900 s, Android 600 s).
-        await site.advance(by: 120_000, step: 500)
-        let late = await site.appPhone("late", .iOS, on: [link])
+        await advance(by: 120_000, step: 500)
+        let phone = await site.appPhone("late", .iOS, on: [link])
+        late = phone
         let bridgeID = await bridge.peerID
-        _ = await site.advance(until: { await late.model.report.shown.count >= 5 }, limit: 40_000, step: 250)
-        await site.advance(by: 5_000)
-        #expect(await late.model.owner(of: MeshLinkID(1)) == bridgeID)
-        let model = await late.model
+        _ = await site.advance(until: { await settled() >= 5 }, limit: 40_000, step: 250)
+        await advance(by: 5_000)
+        #expect(await phone.model.owner(of: MeshLinkID(1)) == bridgeID)
+        let model = await phone.model
         #expect(model.report.drops[.unverifiedMessage] == 0, "messages served without their sender's announce: \(model.report.drops[.unverifiedMessage]) \(model.report.dropped) shown \(model.report.shown.map(\.name)) \(model.report.drops)")
         let shown = Set(model.report.shown.map(\.stableID))
-        for id in said { #expect(shown.contains(id), "the early phone's line \(id) reached the late phone by sync") }
+        let sync = (try? await bridge.metrics()).map { m in m.families.filter { $0.name.contains("sync") }.flatMap { f in f.samples.map { "\(f.name)\($0.labels.map(\.value)) \($0.value)" } } } ?? []
+        let diagnosis = "drops \(model.report.drops) requests \(model.report.requestsSent.map { "\($0.types)" }) events \(model.report.events) bridge \(sync)"
+        for id in said { #expect(shown.contains(id), "the early phone's line \(id) reached the late phone by sync; \(diagnosis)") }
         #expect(model.report.shown.filter { $0.name.hasPrefix("dj") }.count == 2, "the channel author's two lines, under its name")
         await site.stop()
     }
