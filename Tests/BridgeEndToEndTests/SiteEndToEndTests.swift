@@ -50,6 +50,32 @@ struct SiteEndToEndTests {
         }
     }
 
+    /// `moderators add NAME` on the stage's data directory (the running bridge follows the file): NAME's token.
+    static func moderator(_ world: World, _ stage: Stage, _ name: String) async throws -> String {
+        let child = try world.spawn(["moderators", "add", name, "--data-dir", stage.dataDirectory], name: "moderators add \(name)")
+        #expect(try await child.waitForExit() == 0, "\(child.transcript)")
+        return child.stdoutLines.last?.trimmingCharacters(in: .whitespaces) ?? ""
+    }
+
+    /// Signs in to the stage's console with `token` (as the browser's form does): the session cookie.
+    static func signIn(_ stage: Stage, _ token: String) async throws -> String {
+        let base = "http://127.0.0.1:\(stage.http)"
+        // The bridge follows moderators.json as it changes: a sign-in right after `moderators add` may beat it by a moment.
+        for _ in 0..<50 {
+            let login = try await ConsoleFetch.run("\(base)/console/login", method: "POST", headers: ["Origin": base], body: "token=\(token)")
+            if login.status == 200, let cookie = login.headers["set-cookie"]?.split(separator: ";").first { return String(cookie) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("\(stage.name): sign-in refused for 5 s")
+        return ""
+    }
+
+    /// One console request in a session (same origin, as the console's pages make it).
+    static func console(_ stage: Stage, _ cookie: String, _ method: String, _ path: String) async throws -> ConsoleFetch {
+        let base = "http://127.0.0.1:\(stage.http)"
+        return try await ConsoleFetch.run(base + path, method: method, headers: ["Origin": base, "Cookie": cookie])
+    }
+
     static func line(_ key: SchnorrSecretKey, _ text: String, at: Int64 = Int64(Date().timeIntervalSince1970)) throws -> NostrEvent {
         try UnsignedEvent(pubkey: key.publicKey, createdAt: at, kind: NostrKind.ephemeralChat, tags: [["g", "u4pruy"], ["n", "p"]], content: text)
             .signed(with: key)
@@ -121,6 +147,32 @@ struct SiteEndToEndTests {
         try await Self.holds(b, "release:\(third.id.hex)", on: true)
         _ = try await b.reader.waitForLine(timeout: .seconds(20), "the released line on stage B") { $0.contains(third.id.hex) }
 
+        // Two moderators with names of their own (issue 35 item 3), added while the stages run: ana acts on stage A's
+        // console, ben on stage B's; every audit row names the right person on both stages; removing ana on stage A
+        // ends her session there, not ben's.
+        let (k1, k2) = (String(repeating: "a1", count: 32), String(repeating: "b2", count: 32))
+        let anaOnA = try await Self.signIn(a, try await Self.moderator(world, a, "ana"))
+        let benOnA = try await Self.signIn(a, try await Self.moderator(world, a, "ben"))
+        let benOnB = try await Self.signIn(b, try await Self.moderator(world, b, "ben"))
+        #expect(try await Self.console(a, anaOnA, "POST", "/api/senders/nostr:\(k1)/block").status == 200)
+        #expect(try await Self.console(b, benOnB, "POST", "/api/senders/nostr:\(k2)/block").status == 200)
+        for stage in [a, b] {
+            try await Self.holds(stage, "block:nostr:\(k1)", on: true)
+            try await Self.holds(stage, "block:nostr:\(k2)", on: true)
+        }
+        for (stage, session) in [(a, anaOnA), (b, benOnB)] {
+            let rows = try await Self.console(stage, session, "GET", "/api/audit?limit=100").json?["entries"]?.arrayValue ?? []
+            func row(_ key: String) -> (principal: String, remote: String)? {
+                rows.first { $0["action"] == .string("block") && $0["target"] == .string("nostr:\(key)") }
+                    .map { ($0["principal"]?.stringValue ?? "", $0["remote"]?.stringValue ?? "") }
+            }
+            #expect(row(k1)?.principal == "session:ana" && row(k2)?.principal == "session:ben", "\(stage.name): \(rows)")
+            #expect(stage.name == "stage-a" ? row(k2)?.remote == "stage:stage-b" : row(k1)?.remote == "stage:stage-a", "\(stage.name): \(rows)")
+        }
+        try await Self.cli(world, a, ["moderators", "remove", "ana"])
+        #expect(try await Self.console(a, anaOnA, "POST", "/api/senders/nostr:\(k1)/unblock").status == 401, "ana removed on stage A")
+        #expect(try await Self.console(a, benOnA, "GET", "/api/session").json?["signed_in_as"] == .string("ben"), "ben still signed in")
+
         // The relay goes away; stage A blocks eve meanwhile (applied at once, kept); when the relay is back the record
         // reaches stage B. Then 2,000 blocks arrive (signed as a stage signs them), and a stage started late catches up
         // on every record.
@@ -140,10 +192,21 @@ struct SiteEndToEndTests {
         }
         _ = try await bulkPublisher.publish(records)
         let c = try await Self.stage(world, "stage-c", operatorKey: operatorKey)
-        // mallory (unblocked), trent, steward (staff), eve, the release, and the 2,000.
-        let targets = Double(Self.bulk + 5)
+        // mallory (unblocked), trent, steward (staff), the two moderators' blocks, eve, the release, and the 2,000.
+        let targets = Double(Self.bulk + 7)
+        var expected = Set(spammers.map { "block:nostr:\($0.publicKey.hex)" })
+        expected.formUnion([malloryTarget, trentTarget, "staff:nostr:\(steward.publicKey.hex)", "block:nostr:\(eve.publicKey.hex)",
+                            "release:\(third.id.hex)", "block:nostr:\(k1)", "block:nostr:\(k2)"])
         for stage in [a, b, c] {
-            _ = try await scrapeMetrics(port: stage.http, timeout: .seconds(60)) { Self.gauge($0, "bitchat_bridge_site_records") == targets }
+            let metrics = try await scrapeMetrics(port: stage.http, timeout: .seconds(60)) { Self.gauge($0, "bitchat_bridge_site_records") == targets }
+            // When it did not converge: which targets its log never applied, and what the pool's report stream lost.
+            let applied = Set(stage.bridge.stderrLines.compactMap { line -> String? in
+                guard line.contains("site record applied") || line.contains("site record made"),
+                    let start = line.range(of: "\"site.target\":\"") else { return nil }
+                return String(line[start.upperBound...].prefix { $0 != "\"" })
+            })
+            #expect(Self.gauge(metrics, "bitchat_bridge_site_records") == targets,
+                    "\(stage.name): never applied \(expected.subtracting(applied).count) (\(expected.subtracting(applied).sorted().prefix(3))); report stream lost \(total(parseSamples(metrics), "bitchat_bridge_queue_dropped_total", "queue=\"relay_events\""))")
         }
         let lastSpammer = try Self.line(spammers[Self.bulk - 1], "one of the two thousand")
         let trentAgain = try Self.line(trent, "trent on the late stage")
