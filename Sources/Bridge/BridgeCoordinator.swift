@@ -194,6 +194,7 @@ public actor BridgeCoordinator {
         case .accepted(let id):
             store.uplinkAcknowledged(id)
             feed(.relayAccepted(id))
+        case .refused(let id, let message): feed(.relayRefused(id, message: message))
         }
     }
 

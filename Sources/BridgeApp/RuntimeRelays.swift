@@ -155,6 +155,7 @@ extension PoolInputs where Element == BridgeRelayInput {
             case .event(let event, _, _): .event(event)
             case .connected, .disconnected: .connectedRelays(pool.connectedCount)
             case .ok(_, let id, true, _): (try? EventID(hex: id)).map { .accepted($0) }
+            case .ok(_, let id, false, let message): (try? EventID(hex: id)).map { .refused($0, message: message) }
             default: nil
             }
         }

@@ -10,6 +10,8 @@ public enum BridgeRelayInput: Sendable {
     case connectedRelays(Int)
     /// A relay answered `OK true` for this event (stored, or `duplicate:`): it is no longer a pending uplink.
     case accepted(EventID)
+    /// A relay answered `OK false` for this event, with its message (`rate-limited: …`, `invalid: …`).
+    case refused(EventID, message: String)
 }
 
 /// What the operator asks of a running bridge (signals today; the console later). Thread-safe to submit

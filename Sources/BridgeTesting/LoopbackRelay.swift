@@ -41,6 +41,7 @@ public final class LoopbackRelay: @unchecked Sendable {
         var stopping = false
         var requests = 0
         var maxFilterValues: Int?
+        var refusedKinds: [Int: String] = [:]
     }
 
     /// Every event the relay holds, in arrival order (published by a client or posted by a test).
@@ -66,6 +67,10 @@ public final class LoopbackRelay: @unchecked Sendable {
     /// Refuses a `REQ` whose filters hold more tag values than `limit` together (nostream's `maxFilterValues`, COURIER.md
     /// §4.3) with `CLOSED`, as such relays do; nil accepts any.
     public func setMaxFilterValues(_ limit: Int?) { shared.withLock { $0.maxFilterValues = limit } }
+
+    /// Refuses `EVENT`s of these kinds with `OK false` and the message given (`blocked: kind 30078 not accepted`), as a
+    /// relay that takes only some kinds does; they are not stored.
+    public func setRefusedKinds(_ kinds: [Int: String]) { shared.withLock { $0.refusedKinds = kinds } }
 
     /// The relay's clock (Unix seconds) for its `Date` headers: the wall clock, or a test world's clock.
     private let unixNow: @Sendable () -> Int64
@@ -305,6 +310,10 @@ public final class LoopbackRelay: @unchecked Sendable {
                 return
             }
             published.append(event)
+            if let refusal = shared.withLock({ $0.refusedKinds[event.kind] }) {
+                send(.array([.string("OK"), .string(event.id.hex), .bool(false), .string(refusal)]), to: client)
+                return
+            }
             let duplicate = !store(event, from: client, clients: clients)
             send(.array([.string("OK"), .string(event.id.hex), .bool(true), .string(duplicate ? "duplicate: held" : "")]), to: client)
         case "REQ" where items.count >= 3:

@@ -13,6 +13,7 @@ struct SiteRecordTests {
     static let otherOperator = try! SchnorrSecretKey(bytes: [UInt8](repeating: 62, count: 32))
     static let key = try! SiteKey(operatorKey: operatorKey, site: "festival")
     static let mallory = try! IdentityKey(kind: .nostr, bytes: [UInt8](repeating: 0xAA, count: 32))
+    static let trent = try! IdentityKey(kind: .nostr, bytes: [UInt8](repeating: 0xBB, count: 32))
     static let steward = try! IdentityKey(kind: .mesh, bytes: [UInt8](repeating: 0xBB, count: 32))
     static let now = 1_800_000_000.0
 
@@ -129,6 +130,23 @@ struct SiteRecordTests {
         let older = try ledger.make(.stage("a"), on: true, by: "bridge", bridge: "a", now: Self.now + 100, author: Self.operatorKey)
         let second = try ledger.make(.stage("a"), on: true, by: "bridge", bridge: "a", now: Self.now + 160, author: Self.operatorKey)
         #expect(ledger.unacknowledgedCount == 1 && !ledger.acknowledged(older.id) && ledger.acknowledged(second.id))
+    }
+
+    @Test("a record a relay refuses for good (invalid:, pow:, blocked:, restricted:) is not published again every 30 s; a rate limit is; another relay's OK still acknowledges it")
+    func refusedForGood() throws {
+        var ledger = Self.ledger()
+        let refused = try ledger.make(.block(Self.mallory), on: true, by: "session:ana", bridge: "a", now: Self.now, author: Self.operatorKey)
+        let limited = try ledger.make(.block(Self.trent), on: true, by: "session:ana", bridge: "a", now: Self.now, author: Self.operatorKey)
+        #expect(ledger.refused(limited.id, message: "rate-limited: slow down") == nil)
+        #expect(ledger.refused(refused.id, message: "blocked: kind 30078 not accepted")?.target == .block(Self.mallory))
+        #expect(ledger.outcomes[.refused] == 1 && ledger.unacknowledgedCount == 2, "still unacknowledged: no relay took it")
+        #expect(ledger.due(now: Self.now + 30).map(\.id) == [limited.id], "the rate-limited one again, the refused one not")
+        #expect(ledger.due(now: Self.now + 3_600).map(\.id) == [limited.id])
+        let tookIt = ledger.acknowledged(refused.id)
+        #expect(tookIt, "another relay took it after all")
+        #expect(SiteLedger.isPermanentRefusal("invalid: bad signature") && SiteLedger.isPermanentRefusal("pow: difficulty 8 < 20"))
+        #expect(!SiteLedger.isPermanentRefusal("error: disk full") && !SiteLedger.isPermanentRefusal("auth-required: sign in")
+            && !SiteLedger.isPermanentRefusal("duplicate: have it") && !SiteLedger.isPermanentRefusal(""))
     }
 
     @Test("the records in force this stage made are published again whenever a relay returns (a relay that lost its data has them again); others' are not")

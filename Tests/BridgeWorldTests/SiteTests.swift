@@ -121,4 +121,26 @@ struct SiteTests {
         #expect(metrics.value("bitchat_bridge_site_records_unacknowledged") == 0)
         await site.stop()
     }
+
+    @Test("a relay that refuses site records for good (OK false, blocked:) is not asked again every 30 s: the record stays unacknowledged, counted refused, said once in the log")
+    func refusedForGood() async throws {
+        let site = Site(name: "site-refused")
+        let relay = try site.relay()
+        relay.setRefusedKinds([SiteRecord.kind: "blocked: kind 30078 not accepted here"])
+        let a = try await Self.stage(site, "stage-a", relay: relay)
+        let mallory = try Self.key(site.poster("mallory"))
+        a.coordinator.submit(OperatorInput.site(.block(mallory), on: true, by: "session:ana"))
+        let said = await a.logLine("site record refused by a relay; not published again until a relay returns or the next start")
+        #expect(said?.jsonLine.contains("\"site.target\":\"block:\(mallory.qualified)\"") == true && said?.jsonLine.contains("blocked: kind 30078") == true)
+        await site.advance(by: 95_000, step: 1_000)
+        let metrics = try await a.metrics()
+        // Heartbeats (refused too) are made anew each minute; the block record is not sent again.
+        let siteKey = try SiteKey(operatorKey: SchnorrSecretKey(bytes: Self.secret), site: "u4pruy")
+        let operators: Set = [try SchnorrSecretKey(bytes: Self.secret).publicKey]
+        let blockSends = relay.published.all.filter { (try? SiteRecord(event: $0, key: siteKey, operators: operators))?.target == .block(mallory) }
+        #expect(blockSends.count == 1, "the refused block was sent \(blockSends.count) times in 95 s")
+        #expect(metrics.total("bitchat_bridge_site_records_total", where: { $0["outcome"] == "refused" }) >= 1)
+        #expect(metrics.total("bitchat_bridge_site_records_unacknowledged") >= 1, "no relay took it")
+        await site.stop()
+    }
 }

@@ -101,6 +101,17 @@ extension BridgeMachine {
     }
 
     /// A relay acknowledged `id`: one of this stage's records is no longer pending.
+    /// A relay's `OK false` for `id`: one of our records refused for good stops being published (said once, with the
+    /// relay's words); `duplicate:` means the relay has it.
+    mutating func siteRefused(_ id: EventID, message: String) -> [Action] {
+        if message.hasPrefix("duplicate:") { return siteAcknowledged(id) }
+        guard let record = site?.refused(id, message: message) else { return [] }
+        return [.log(LogLine(.warning, "site record refused by a relay; not published again until a relay returns or the next start", [
+            ("site.target", .string(record.target.description)), ("relay.message", .string(String(message.prefix(200)))),
+            ("event.id", .string(id.hex)),
+        ]))]
+    }
+
     mutating func siteAcknowledged(_ id: EventID) -> [Action] {
         guard site?.acknowledged(id) == true else { return [] }
         return [.siteRecordAcknowledged(id)]

@@ -118,6 +118,8 @@ public struct BridgeMachine {
         case localMarks(OperatorMarks)
         /// A relay acknowledged this event (`OK true`).
         case relayAccepted(EventID)
+        /// A relay's `OK false` for an event (its message, as the relay wrote it).
+        case relayRefused(EventID, message: String)
         /// ``nextDeadline(now:)`` was reached.
         case deadline
     }
@@ -315,6 +317,7 @@ public struct BridgeMachine {
         case .operatorInput(let input): return operatorInput(input, now: now)
         case .localMarks(let marks): return setLocalMarks(marks, log: true, now: now)
         case .relayAccepted(let id): return siteAcknowledged(id)
+        case .relayRefused(let id, let message): return siteRefused(id, message: message)
         case .deadline:
             let actions = perform(airtime.tick(router: &router, now: now) + router.tick(now: now), now: now)
             if actions.contains(where: { if case .mesh = $0 { true } else { false } }) { priorityDirty = true }

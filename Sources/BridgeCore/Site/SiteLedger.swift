@@ -19,6 +19,9 @@ public enum SiteRecordOutcome: String, CounterKey, CaseIterable {
     case invalid
     /// A new target with ``SiteLedger/Limits/maxRecords`` already held: refused.
     case full
+    /// Made here, and refused for good by a relay (`OK false` with `invalid:`, `pow:`, `blocked:` or `restricted:`):
+    /// not published again until a relay returns after none was, or the next start (it stays unacknowledged).
+    case refused
 }
 
 /// The site's moderation state as this stage knows it (issue 35): the newest record of every target, the records
@@ -204,6 +207,22 @@ public struct SiteLedger: Sendable {
             nextPass = .infinity
         }
         return true
+    }
+
+    /// A relay refused `id` (`OK false`): when it is one of ours pending and the refusal is for good
+    /// (``isPermanentRefusal(_:)``), it is not published again (a relay that refuses a record for what it is would
+    /// refuse it every 30 s for ever) and its record is returned; a rate limit or an error is retried as before.
+    public mutating func refused(_ id: EventID, message: String) -> SiteRecord? {
+        guard pending[id] != nil, Self.isPermanentRefusal(message) else { return nil }
+        pending[id]?.sentAt = .infinity
+        outcomes.add(.refused)
+        return records.values.first { $0.eventID == id }
+    }
+
+    /// NIP-01's machine-readable prefixes that say the event itself is refused (`invalid:`, `pow:`, `blocked:`,
+    /// `restricted:`); `rate-limited:`, `error:`, `auth-required:`, `duplicate:` and anything else are not.
+    public static func isPermanentRefusal(_ message: String) -> Bool {
+        ["invalid:", "pow:", "blocked:", "restricted:"].contains { message.hasPrefix($0) }
     }
 
     /// A relay connected after none was (at start too): every pending record, and every record in force this stage
