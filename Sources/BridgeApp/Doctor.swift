@@ -34,6 +34,7 @@ public enum Doctor {
         var checks = [
             DoctorRules.dataDirectory(directoryFacts(Paths.dataDirectory(option: config.dataDirectory))),
             DoctorRules.httpListen(config.httpListen, inUse: config.httpListen.flatMap(LoopbackHTTPServer.listenInUse)),
+            siteRecords(config),
         ]
         switch config.mesh {
         case .bluez(let adapter):
@@ -49,6 +50,18 @@ public enum Doctor {
             return checks + [DoctorCheck("relays", .fail, error.message, fix: "set relays (BRIDGE_RELAYS) or relay_directory")]
         }
         return checks + (await probeRelays(relays, geohash: config.geohash.string, caFile: config.relayCAFile, timeout: options.relayTimeout, logger: logger))
+    }
+
+    /// The operator key file as `run` reads it (``RuntimeStores/fleetSettings(_:dataDirectory:)``).
+    static func siteRecords(_ config: BridgeConfiguration) -> DoctorCheck {
+        let fleet: FleetSettings?
+        do {
+            fleet = try RuntimeStores.fleetSettings(config, dataDirectory: Paths.dataDirectory(option: config.dataDirectory))
+        } catch {
+            return DoctorRules.siteRecords(site: config.fleetSite, operatorKeys: config.operatorKeys.count, holdsKey: false, keyError: error.message)
+        }
+        return DoctorRules.siteRecords(
+            site: config.fleetSite, operatorKeys: config.operatorKeys.count, holdsKey: fleet?.siteKey != nil, keyError: nil)
     }
 
     // MARK: Data directory

@@ -47,7 +47,7 @@ struct DoctorCommandTests {
         let down = "tcp://127.0.0.1:\(RunStartTests.closedPort())"
         let bad = try await runBridge(["doctor", "--json"], environment: Self.environment(data: data, relay: relay, mesh: mesh + "," + down))
         #expect(bad.status == 1, "\(bad.stdout)")
-        #expect(bad.stderr.contains("doctor: 2 of 8 checks failed"), "\(bad.stderr)")
+        #expect(bad.stderr.contains("doctor: 2 of 9 checks failed"), "\(bad.stderr)")
         let checks = try Self.checks(bad.stdout)
         let clock = try #require(checks.first { $0.name == "clock" })
         #expect(clock.outcome == "fail" && clock.detail.contains("ahead of the relays"), "\(clock)")
@@ -87,9 +87,12 @@ struct DoctorCommandTests {
         defer { hub.stop() }
         let mesh = "tcp://127.0.0.1:\(hubPort)"
         let typo = TestEnvironment.temporaryDirectory("doctor-new") + "/stage-a"
-        let fresh = try await runBridge(["doctor"], environment: Self.environment(data: typo, relay: relay, mesh: mesh))
+        var withOperatorKeys = Self.environment(data: typo, relay: relay, mesh: mesh)
+        withOperatorKeys["BRIDGE_OPERATOR_KEYS"] = String(repeating: "ab", count: 32)
+        let fresh = try await runBridge(["doctor"], environment: withOperatorKeys)
         #expect(fresh.status == 0, "a warning, not a failure: \(fresh.stdout)")
         #expect(fresh.stdout.contains("warn  data directory") && fresh.stdout.contains("new bridge identity"), "\(fresh.stdout)")
+        #expect(fresh.stdout.contains("warn  site records") && fresh.stdout.contains("no operator.key"), "follows the list only: \(fresh.stdout)")
         #expect(access(typo, F_OK) != 0, "doctor reads, never creates")
 
         // A bridge's lock on the directory (an open file holding flock, its PID written), and a listener on the port.

@@ -90,6 +90,17 @@ struct DoctorRulesTests {
         #expect(DoctorRules.httpListen(nil, inUse: nil).outcome == .skip)
     }
 
+    @Test("issue 35: site records on with the operator key; said when the stage only follows the list; failed when the key file would stop run; skipped without operator keys")
+    func siteRecords() {
+        #expect(DoctorRules.siteRecords(site: "u4pruy", operatorKeys: 0, holdsKey: false, keyError: nil).outcome == .skip)
+        let on = DoctorRules.siteRecords(site: "u4pruy", operatorKeys: 1, holdsKey: true, keyError: nil)
+        #expect(on.outcome == .ok && on.detail.contains("u4pruy"))
+        let follows = DoctorRules.siteRecords(site: "u4pruy", operatorKeys: 1, holdsKey: false, keyError: nil)
+        #expect(follows.outcome == .warn && follows.detail.contains("stay its own") && follows.fix?.contains("operator.key") == true)
+        let bad = DoctorRules.siteRecords(site: "u4pruy", operatorKeys: 1, holdsKey: false, keyError: "operator.key is readable by others")
+        #expect(bad.outcome == .fail && bad.detail.contains("readable by others"))
+    }
+
     @Test("data directory: missing but creatable, unsafe, not writable, open secret files, little space")
     func dataDirectory() {
         var facts = DoctorRules.DirectoryFacts(path: "/srv/bridge")

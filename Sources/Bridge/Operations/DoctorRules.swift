@@ -199,6 +199,25 @@ public enum DoctorRules {
             fix: "stop it, or set http_listen (BRIDGE_HTTP_LISTEN) to a free port")
     }
 
+    /// Site records (issue 35): on when the stage holds the site's operator key, said when it follows the site's list
+    /// only (a block made here then stays this stage's), failed when the key file would stop `run`.
+    /// - Parameters:
+    ///   - operatorKeys: how many `operator_keys` are configured.
+    ///   - holdsKey: `operator.key` was read and is one of them.
+    ///   - keyError: why `operator.key` would stop `run` (mode, form, not an operator key), if it would.
+    public static func siteRecords(site: String, operatorKeys: Int, holdsKey: Bool, keyError: String?) -> DoctorCheck {
+        let name = "site records"
+        guard operatorKeys > 0 else { return DoctorCheck(name, .skip, "no operator_keys: this bridge moderates alone") }
+        if let keyError { return DoctorCheck(name, .fail, keyError, fix: "copy the site's operator.key (64 hex, chmod 600) into the data directory, or remove it") }
+        guard holdsKey else {
+            return DoctorCheck(
+                name, .warn, "no operator.key in the data directory: this stage follows the site's operator list (\(site)) but neither "
+                    + "reads nor makes site records, so its console's and the CLI's blocks, staff and words stay its own",
+                fix: "to share moderation with the site's other stages, copy the operator.key they hold into the data directory (chmod 600)")
+        }
+        return DoctorCheck(name, .ok, "on for site \(site): blocks, staff, words and releases made here reach every stage holding the same operator key")
+    }
+
     static func octal(_ mode: UInt32) -> String { String(mode & 0o7777, radix: 8) }
     static func megabytes(_ bytes: UInt64) -> UInt64 { bytes >> 20 }
 }
