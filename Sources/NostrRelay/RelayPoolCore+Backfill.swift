@@ -6,14 +6,16 @@ import Nostr
 /// with a few hundred events at most (rust-nostr's relay and strfry: 500, whatever `limit` asks).
 ///
 /// Decisions:
-/// - **Pages by `until`.** After a relay's EOSE, if its page reached further back than the one before (an event older
-///   than the page's `until`), the same subscription is sent again to that relay with `until` = the oldest `created_at`
-///   of the page (inclusive, so a second split across two pages is asked again whole), until a page reaches no further
-///   or ``Limits/maxBackfillPages`` pages were asked. Not "until a page brings nothing new": what a slow consumer lost
-///   (below) may lie behind pages it did get.
-///   Then it is sent once more with `limit: 1`, to stay live for everything (a bounded page would filter out newer
-///   events). A second holding more records than the relay's cap cannot be paged past: the site's stages never stamp
-///   more than ``SiteLedger``'s 100 records into one second.
+/// - **Pages by `until`, beside the live subscription.** After a relay's EOSE, if its page reached further back than
+///   the one before (an event older than the page's `until`), the filters are asked again of that relay with `until`
+///   = the oldest `created_at` of the page (inclusive, so a second split across two pages is asked again whole), until
+///   a page reaches no further or ``Limits/maxBackfillPages`` pages were asked; then that subscription is closed. Not
+///   "until a page brings nothing new": what a slow consumer lost (below) may lie behind pages it did get.
+///   The pages go under a subscription of their own (``pageSubscription(_:)``, `ID:page`), so the subscription itself
+///   stays live all along: a record stored while a stage pages (another stage's action, or the rest of a bulk a relay
+///   acknowledged before storing it — rust-nostr's relay did, under load) arrives live instead of with the next
+///   refresh a minute later. A second holding more records than the relay's cap cannot be paged past: the site's
+///   stages never stamp more than ``SiteLedger``'s 100 records into one second.
 /// - **Refreshed.** A relay may drop live events under a burst (rust-nostr's drops a lagging subscriber's), so every
 ///   ``Limits/trustedRefresh`` the subscription is asked again, paged, for what was stamped in the last
 ///   ``Limits/trustedRefreshLookback``: what a relay lost live is found within a minute; anything older arrives with
@@ -27,13 +29,35 @@ struct BackfillPage: Sendable {
     var until: Int64?
     var oldest: Int64?
     var pages = 0
+    /// The page asked is the page subscription's (``RelayPoolCore/pageSubscription(_:)``), not the live one's first
+    /// answer.
+    var onPage = false
 }
 
 extension RelayPoolCore {
-    /// A trusted subscription was sent to a relay: its backfill starts (`since` for a refresh).
-    mutating func startBackfill(_ id: String, relay index: Int, since: Int64? = nil) {
+    /// The subscription id a trusted subscription's pages go under (its own id stays live).
+    static func pageSubscription(_ id: String) -> String { id + ":page" }
+
+    /// The subscription an EVENT, EOSE or CLOSED of `received` belongs to, and whether it came for a page.
+    func subscription(receivedAs received: String) -> (id: String, page: Bool) {
+        guard received.hasSuffix(":page") else { return (received, false) }
+        let id = String(received.dropLast(":page".count))
+        return subscriptions[id]?.trustedAuthors.isEmpty == false ? (id, true) : (received, false)
+    }
+
+    /// A trusted subscription was sent to a relay: its backfill starts — with the live subscription's first answer, or
+    /// (`onPage`: a refresh from `since`, or a backfill again) with a page of its own.
+    mutating func startBackfill(_ id: String, relay index: Int, since: Int64? = nil, onPage: Bool = false) {
         guard let subscription = subscriptions[id], !subscription.trustedAuthors.isEmpty else { return }
-        relays[index].backfills[id] = BackfillPage(since: since, pages: 1)
+        relays[index].backfills[id] = BackfillPage(since: since, pages: 1, onPage: onPage)
+        if onPage, let connection = relays[index].connection {
+            transport.send(connection, text: subscription.request(as: Self.pageSubscription(id), since: since, until: nil).text)
+        }
+    }
+
+    /// The relay closed a page subscription (`CLOSED`): that backfill ends; the next refresh asks again.
+    mutating func pageClosed(_ id: String, relay index: Int) {
+        relays[index].backfills[id] = nil
     }
 
     /// An event of a trusted subscription from this relay: its page's oldest time.
@@ -44,15 +68,18 @@ extension RelayPoolCore {
         }
     }
 
-    /// The relay's EOSE for a subscription in backfill: the next page, or the live request that ends it.
-    mutating func backfillEnded(_ id: String, relay index: Int, now: ContinuousClock.Instant) {
-        guard let page = relays[index].backfills[id], let subscription = subscriptions[id],
+    /// The relay's EOSE for `received` (a subscription, or its page subscription) while it backfills: the next page,
+    /// or the end (the page subscription closed).
+    mutating func backfillEnded(_ received: String, relay index: Int, now: ContinuousClock.Instant) {
+        let (id, onPage) = subscription(receivedAs: received)
+        guard let page = relays[index].backfills[id], page.onPage == onPage, let subscription = subscriptions[id],
             let connection = relays[index].connection
         else { return }
+        let pageID = Self.pageSubscription(id)
         if let oldest = page.oldest, oldest < page.until ?? .max, page.pages < Limits.maxBackfillPages {
-            relays[index].backfills[id] = BackfillPage(since: page.since, until: oldest, pages: page.pages + 1)
+            relays[index].backfills[id] = BackfillPage(since: page.since, until: oldest, pages: page.pages + 1, onPage: true)
             relays[index].stats.backfillPages += 1
-            transport.send(connection, text: subscription.request(since: page.since, until: oldest, limit: nil).text)
+            transport.send(connection, text: subscription.request(as: pageID, since: page.since, until: oldest).text)
             return
         }
         relays[index].backfills[id] = nil
@@ -60,10 +87,7 @@ extension RelayPoolCore {
             subscriptions[id]?.lostInBackfill = false
             subscriptions[id]?.backfillAgainAt = now + Limits.backfillAgain
         }
-        // Paged or a refresh: live again for everything, one stored event (a duplicate) as the price.
-        if page.pages > 1 || page.since != nil {
-            transport.send(connection, text: subscription.request(since: nil, until: nil, limit: 1).text)
-        }
+        if page.onPage { transport.send(connection, text: ClientMessage.close(subscription: pageID).text) }
     }
 
     /// A report the stream dropped for a slow consumer: a trusted event is forgotten, to come again — from a second
@@ -87,9 +111,7 @@ extension RelayPoolCore {
             guard let subscription = subscriptions[id], let again = subscription.backfillAgainAt, now >= again else { continue }
             subscriptions[id]?.backfillAgainAt = nil
             for index in relays.indices where relays[index].activeSubscriptions.contains(id) && relays[index].backfills[id] == nil {
-                guard let connection = relays[index].connection else { continue }
-                startBackfill(id, relay: index)
-                transport.send(connection, text: subscription.request(since: nil, until: nil, limit: nil).text)
+                startBackfill(id, relay: index, onPage: true)
             }
         }
         for id in subscriptionOrder {
@@ -99,9 +121,7 @@ extension RelayPoolCore {
             subscriptions[id]?.refreshedAt = now
             let since = unixNow - Limits.trustedRefreshLookback
             for index in relays.indices where relays[index].activeSubscriptions.contains(id) && relays[index].backfills[id] == nil {
-                guard let connection = relays[index].connection else { continue }
-                startBackfill(id, relay: index, since: since)
-                transport.send(connection, text: subscription.request(since: since, until: nil, limit: nil).text)
+                startBackfill(id, relay: index, since: since, onPage: true)
             }
         }
     }
@@ -119,13 +139,12 @@ extension RelayPoolCore {
 }
 
 extension RelayPoolCore.Subscription {
-    /// The REQ with `since`, `until` and `limit` set on every filter (the configured lookback does not apply).
-    func request(since: Int64?, until: Int64?, limit: Int?) -> ClientMessage {
-        .request(subscription: id, filters: filters.map { filter in
+    /// A page: the filters with `since` and `until` set, under `subscription` (the configured lookback does not apply).
+    func request(as subscription: String, since: Int64?, until: Int64?) -> ClientMessage {
+        .request(subscription: subscription, filters: filters.map { filter in
             var filter = filter
             filter.since = since
             filter.until = until
-            if let limit { filter.limit = limit }
             return filter
         })
     }

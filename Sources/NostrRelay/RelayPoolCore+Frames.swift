@@ -22,7 +22,7 @@ extension RelayPoolCore {
             drop(index, subscription: nil, InboundDrop(error), now: now, into: &out)
         case .success(.event(let subscriptionID, let unverified)):
             relays[index].stats.eventsReceived += 1
-            intake(unverified, subscription: subscriptionID, relay: index, now: now, unixNow: unixNow, into: &out)
+            intake(unverified, subscription: subscription(receivedAs: subscriptionID).id, relay: index, now: now, unixNow: unixNow, into: &out)
         case .success(let message):
             if relays[index].window.isEmpty || !relays[index].window.append(.message(message, unixNow: unixNow)) {
                 process(message, relay: index, now: now, unixNow: unixNow, into: &out)
@@ -169,6 +169,7 @@ extension RelayPoolCore {
             backfillEnded(subscriptionID, relay: index, now: now)
         case .closed(let subscriptionID, let reason):
             relays[index].stats.closed.add(RelayReason(message: reason))
+            if case (let id, true) = subscription(receivedAs: subscriptionID) { pageClosed(id, relay: index) }
             relays[index].activeSubscriptions.remove(subscriptionID)
             if reason.hasPrefix("auth-required:"), configuration.authKey != nil, subscriptions[subscriptionID] != nil {
                 if relays[index].auth.authenticated {
