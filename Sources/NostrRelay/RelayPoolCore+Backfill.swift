@@ -16,6 +16,9 @@ import Nostr
 ///   acknowledged before storing it — rust-nostr's relay did, under load) arrives live instead of with the next
 ///   refresh a minute later. A second holding more records than the relay's cap cannot be paged past: the site's
 ///   stages never stamp more than ``SiteLedger``'s 100 records into one second.
+/// - **A catch-up is checked.** A backfill that brought ``Limits/catchUpFresh`` or more new events runs again
+///   ``Limits/catchUpCheck`` after it ended, until one brings fewer: relays acknowledge a bulk before they have stored
+///   it all, and a late stage starting meanwhile pages through part of it.
 /// - **Refreshed.** A relay may drop live events under a burst (rust-nostr's drops a lagging subscriber's), so every
 ///   ``Limits/trustedRefresh`` the subscription is asked again, paged, for what was stamped in the last
 ///   ``Limits/trustedRefreshLookback``: what a relay lost live is found within a minute; anything older arrives with
@@ -29,6 +32,9 @@ struct BackfillPage: Sendable {
     var until: Int64?
     var oldest: Int64?
     var pages = 0
+    /// Events of this backfill (every page so far) the pool had not seen before: a catch-up is checked again
+    /// (``RelayPoolCore/Limits/catchUpCheck``).
+    var fresh = 0
     /// The page asked is the page subscription's (``RelayPoolCore/pageSubscription(_:)``), not the live one's first
     /// answer.
     var onPage = false
@@ -77,7 +83,7 @@ extension RelayPoolCore {
         else { return }
         let pageID = Self.pageSubscription(id)
         if let oldest = page.oldest, oldest < page.until ?? .max, page.pages < Limits.maxBackfillPages {
-            relays[index].backfills[id] = BackfillPage(since: page.since, until: oldest, pages: page.pages + 1, onPage: true)
+            relays[index].backfills[id] = BackfillPage(since: page.since, until: oldest, pages: page.pages + 1, fresh: page.fresh, onPage: true)
             relays[index].stats.backfillPages += 1
             transport.send(connection, text: subscription.request(as: pageID, since: page.since, until: oldest).text)
             return
@@ -86,6 +92,8 @@ extension RelayPoolCore {
         if subscription.lostInBackfill {
             subscriptions[id]?.lostInBackfill = false
             subscriptions[id]?.backfillAgainAt = now + Limits.backfillAgain
+        } else if page.fresh >= Limits.catchUpFresh {
+            subscriptions[id]?.backfillAgainAt = min(subscription.backfillAgainAt ?? now + Limits.catchUpCheck, now + Limits.catchUpCheck)
         }
         if page.onPage { transport.send(connection, text: ClientMessage.close(subscription: pageID).text) }
     }

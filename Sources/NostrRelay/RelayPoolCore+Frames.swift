@@ -58,6 +58,7 @@ extension RelayPoolCore {
             relays[index].stats.duplicates += 1
             return
         }
+        if trusted { relays[index].backfills[subscription]?.fresh += 1 }
         let priority = priorityAuthors.contains(unverified.pubkeyHex)
         if !trusted && !relays[index].verifier.hasBudget(now: now) && !(priority && reserveHasToken(index, author: unverified.pubkeyHex, now: now)) {
             // Over budget: only the id check is left to do (it decides between `id_mismatch`, a strike, and

@@ -42,6 +42,12 @@ public struct RelayPoolCore: Sendable {
         public static let trustedRefreshLookback: Int64 = 900
         /// A backfill that lost events in the report stream runs again this long after it ended (the consumer drains).
         public static let backfillAgain: Duration = .seconds(2)
+        /// A backfill that brought at least ``catchUpFresh`` events not seen before (a catch-up) runs again this long
+        /// after it ended, until one brings fewer: a relay may acknowledge a bulk before it stores it all (rust-nostr's
+        /// did, under load) and drops a lagging subscriber's live events, so a stage that started during a bulk would
+        /// otherwise wait for the next refresh, a minute later, for the rest.
+        public static let catchUpCheck: Duration = .seconds(5)
+        public static let catchUpFresh = 100
         /// Frames of one connection between intake and delivery (events waiting for verification, and
         /// messages behind them); a new event beyond it is dropped (`verification_queue_full`). Phones buffer
         /// 256 frames per relay; a real relay's backfill (≤ 200 per subscription) fits.

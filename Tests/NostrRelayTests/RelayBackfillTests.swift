@@ -123,4 +123,26 @@ struct RelayBackfillTests {
         let again = page(&core, connection, [live])
         #expect(again.contains { if case .event(let event, _, _) = $0 { event.id == live.id } else { false } })
     }
+
+    @Test("a catch-up (100 or more records not seen before) is asked again 5 s after it ended, until a run brings fewer: a relay that acknowledged a bulk before storing it all has the rest by then")
+    func catchUpChecked() throws {
+        var (core, transport, connection) = try connected()
+        let bulk = (0..<RelayPoolCore.Limits.catchUpFresh).map { Self.record($0, at: Self.unix - 10) }
+        _ = page(&core, connection, bulk, as: "site")
+        _ = page(&core, connection, [bulk[0]])  // until = that second: nothing older, the backfill ends
+        let sent = transport.sent(to: connection).count
+        _ = core.tick(now: t0 + .seconds(4), unixNow: Self.unix + 4)
+        #expect(transport.sent(to: connection).count == sent)
+        _ = core.tick(now: t0 + RelayPoolCore.Limits.catchUpCheck, unixNow: Self.unix + 5)
+        #expect(transport.sent(to: connection).count == sent + 1 && transport.sent(to: connection).last?.hasPrefix(#"["REQ","site:page""#) == true,
+                "the catch-up asked again")
+        // The relay stored the rest meanwhile: it comes; then a run with nothing new ends the checks.
+        let rest = Self.record(500, at: Self.unix - 5)
+        let again = page(&core, connection, bulk.reversed() + [rest])
+        #expect(again.compactMap { if case .event(let event, _, _) = $0 { event.id } else { nil } } == [rest.id])
+        _ = page(&core, connection, [bulk[0]])
+        let after = transport.sent(to: connection).count
+        _ = core.tick(now: t0 + .seconds(30), unixNow: Self.unix + 30)
+        #expect(transport.sent(to: connection).count == after, "one new record: no more checks")
+    }
 }
