@@ -364,7 +364,9 @@ public final class WebSocketRuntime: @unchecked Sendable {
     private static func certificateProblem(_ wsi: OpaquePointer) -> String? {
         guard let ssl = lws_get_ssl(wsi) else { return nil }
         let result = SSL_get_verify_result(ssl)
-        guard result != X509_V_OK, let text = X509_verify_cert_error_string(result) else { return nil }
+        // X509_V_ERR_UNSPECIFIED is OpenSSL's value before any verdict: a handshake that ended before the certificate
+        // was checked (the peer reset it under load) is a connect failure, not a certificate problem.
+        guard result != X509_V_OK, result != X509_V_ERR_UNSPECIFIED, let text = X509_verify_cert_error_string(result) else { return nil }
         return String(cString: text)
     }
 
