@@ -355,7 +355,7 @@ public actor BridgeCoordinator {
             let age = max(0, now - Double(record.createdAt))
             return .object([
                 ("stage", .string(record.bridge)), ("this", .bool(record.bridge == machine.configuration.nickname)),
-                ("seen_s_ago", .integer(Int64(age))), ("heard", .bool(age <= 3 * BridgeMachine.Limits.heartbeatInterval)),
+                ("seen_s_ago", .integer(Int64(age))), ("heard", .bool(BridgeMachine.isHeard(record, now: now))),
                 ("status", record.status ?? .null),
             ])
         })
@@ -396,10 +396,10 @@ public actor BridgeCoordinator {
             fleetLists: machine.fleet?.outcomes ?? Tally(), boardNostr: machine.counters.boardNostr,
             site: machine.site.map { site in
                 let stages = site.stages
-                let heard = Double(time.nowMs()) / 1000 - 3 * BridgeMachine.Limits.heartbeatInterval
+                let now = Double(time.nowMs()) / 1000
                 return SiteFigures(
                     outcomes: site.outcomes, targets: site.records.count - stages.count, unacknowledged: site.unacknowledgedCount,
-                    stages: stages, stagesHeard: stages.filter { Double($0.createdAt) >= heard }.count)
+                    stages: stages, stagesHeard: stages.filter { BridgeMachine.isHeard($0, now: now) }.count)
             },
             courier: machine.courierGateway.map { gateway in
                 var figures = BridgeMetrics.CourierFigures()

@@ -7,16 +7,19 @@ import Nostr
 /// actions made into records (applied here at once, kept and published until a relay acknowledges them), the judge's
 /// lists overlaid with the records in force, and releases carried on every stage.
 extension BridgeMachine {
-    /// A verified record from a relay, or from the store at start (`fromStore`: already kept). One in force goes into
-    /// the judge; a release in force releases the message if this stage holds it hidden.
-    mutating func offerSiteRecord(_ event: NostrEvent, fromStore: Bool = false, now: Double) -> [Action] {
+    /// A verified record from a relay, or from the store at start (`fromStore`: already kept; `unacknowledged`: no relay
+    /// took it yet, so it is published again). One in force goes into the judge; a release in force releases the message
+    /// if this stage holds it hidden.
+    mutating func offerSiteRecord(_ event: NostrEvent, fromStore: Bool = false, unacknowledged: Bool = false, now: Double) -> [Action] {
         guard var ledger = site else { return [] }
         let (outcome, record) = ledger.offer(event)
-        site = ledger
         guard let record else {
+            site = ledger
             let level: LogLevel = outcome == .full ? .warning : .debug
             return [.log(LogLine(level, "site record not applied", [("outcome", .string(outcome.label)), ("event.id", .string(event.id.hex))]))]
         }
+        if unacknowledged { ledger.restorePending(event, target: record.target) }
+        site = ledger
         var actions: [Action] = fromStore ? [] : [.keepSiteRecord(event, acknowledged: true)]
         if !fromStore, case .stage = record.target {
             actions.append(.log(LogLine(.debug, "stage heard", [("site.stage", .string(record.bridge)), ("site.created_at", .integer(record.createdAt))])))
@@ -62,6 +65,11 @@ extension BridgeMachine {
         }
     }
 
+    /// Whether `stage`'s newest heartbeat was heard within ``Limits/heartbeatsMissed`` intervals of `now` (seconds).
+    public static func isHeard(_ stage: SiteRecord, now: Double) -> Bool {
+        Double(stage.createdAt) >= now - Limits.heartbeatsMissed * Limits.heartbeatInterval
+    }
+
     /// This stage's heartbeat, due every ``Limits/heartbeatInterval`` s while a relay is connected (and at once when one
     /// connects after none was): what the other stages' consoles and `status --site` show about it.
     mutating func dueHeartbeat(now: Double) -> [Action] {
@@ -89,8 +97,7 @@ extension BridgeMachine {
         guard site != nil else { return [] }
         var actions: [Action] = []
         for row in records {
-            actions += offerSiteRecord(row.event, fromStore: true, now: now)
-            if !row.acknowledged { site?.restorePending(row.event) }
+            actions += offerSiteRecord(row.event, fromStore: true, unacknowledged: !row.acknowledged, now: now)
         }
         if let ledger = site, !records.isEmpty {
             actions.append(.log(LogLine(.info, "site records loaded", [
@@ -100,7 +107,6 @@ extension BridgeMachine {
         return actions
     }
 
-    /// A relay acknowledged `id`: one of this stage's records is no longer pending.
     /// A relay's `OK false` for `id`: one of our records refused for good stops being published (said once, with the
     /// relay's words); `duplicate:` means the relay has it.
     mutating func siteRefused(_ id: EventID, message: String) -> [Action] {
@@ -112,6 +118,7 @@ extension BridgeMachine {
         ]))]
     }
 
+    /// A relay acknowledged `id`: one of this stage's records is no longer pending.
     mutating func siteAcknowledged(_ id: EventID) -> [Action] {
         guard site?.acknowledged(id) == true else { return [] }
         return [.siteRecordAcknowledged(id)]

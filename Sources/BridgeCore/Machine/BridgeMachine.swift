@@ -199,6 +199,8 @@ public struct BridgeMachine {
         /// A stage's heartbeat to the site (issue 35), seconds: the other stages see it within a minute, and call a
         /// stage unheard after three missed.
         public static let heartbeatInterval: Double = 60
+        /// A stage is heard while its newest heartbeat is at most this many intervals old.
+        public static let heartbeatsMissed: Double = 3
     }
 
     public let configuration: Configuration

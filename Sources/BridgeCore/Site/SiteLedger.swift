@@ -184,10 +184,11 @@ public struct SiteLedger: Sendable {
         return event
     }
 
-    /// A record of an earlier run that no relay acknowledged (the store's): offered again at the next pass, if it is
-    /// still its target's record in force.
-    public mutating func restorePending(_ event: NostrEvent) {
-        guard records.values.contains(where: { $0.eventID == event.id }) else { return }
+    /// A record of an earlier run that no relay acknowledged (the store's), about `target`: offered again at the next
+    /// pass, if it is still that target's record in force (looked up by target: a start with thousands of such rows
+    /// searched every record for each).
+    public mutating func restorePending(_ event: NostrEvent, target: SiteTarget) {
+        guard records[target]?.eventID == event.id else { return }
         addPending(event, sentAt: -.infinity)
         nextPass = -.infinity
     }
